@@ -1,0 +1,11 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    // Sandbox runs live in worker threads; forks keep each test file's workers in its own process.
+    pool: "forks",
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
+});
