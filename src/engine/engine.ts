@@ -1,0 +1,331 @@
+// The host side of the sandbox: a pool of worker threads, each running one program at a time.
+//
+// The worker enforces the deadline itself (interrupt handler + timers). The host keeps a second,
+// harder deadline: a worker that has not answered shortly after the deadline is stuck in a
+// builtin that never polls the interrupt handler, and is terminated. A terminated or crashed
+// worker takes its WASM instances with it; a replacement is started at once.
+import { Worker } from "node:worker_threads";
+import { preludeSource, workerEntry } from "./package-files.js";
+import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
+
+/** How long past the deadline (or an abort) a worker may take to answer before it is terminated. */
+const HARD_STOP_GRACE_MS = 400;
+
+export interface EngineOptions {
+  /** Upper bound on worker threads (concurrent runs); further runs wait in FIFO order. */
+  maxWorkers?: number;
+  /** Workers kept warm while idle. */
+  minWorkers?: number;
+  /** Idle workers beyond `minWorkers` exit after this long. */
+  idleMs?: number;
+  /** Memory limit the warm spare instances are sized for. */
+  defaultMemoryBytes: number;
+}
+
+export interface RunCallbacks {
+  /** The program called a tool; answer with `handle.settle(callId, …)`. */
+  onCall(callId: number, path: string, argsJson: string): void;
+  onFlush(text: string[], console: ConsoleLine[]): void;
+  onStore(key: string, json: string | undefined): void;
+}
+
+export interface RunHandle {
+  settle(callId: number, ok: boolean, json: string): void;
+  abort(): void;
+  readonly done: Promise<DoneMessage>;
+}
+
+interface ActiveRun {
+  request: RunRequest;
+  callbacks: RunCallbacks;
+  resolve(done: DoneMessage): void;
+  hardStop?: ReturnType<typeof setTimeout>;
+  stopKind?: ErrorKind;
+  finished: boolean;
+}
+
+interface Slot {
+  worker: Worker;
+  abortView: Int32Array;
+  ready: Promise<void>;
+  isReady: boolean;
+  active?: ActiveRun;
+  sessions: Set<string>;
+  idleTimer?: ReturnType<typeof setTimeout>;
+  exited: boolean;
+}
+
+interface Waiting {
+  request: RunRequest;
+  callbacks: RunCallbacks;
+  resolve(done: DoneMessage): void;
+  /** The worker the run was given, once it left the queue. */
+  slot?: Slot;
+}
+
+export class SandboxEngine {
+  private readonly slots = new Set<Slot>();
+  private readonly queue: Waiting[] = [];
+  private readonly maxWorkers: number;
+  private readonly minWorkers: number;
+  private readonly idleMs: number;
+  private readonly prelude = preludeSource();
+  private readonly entry = workerEntry();
+  private closed = false;
+
+  constructor(private readonly options: EngineOptions) {
+    this.maxWorkers = options.maxWorkers ?? 16;
+    this.minWorkers = Math.min(options.minWorkers ?? 1, this.maxWorkers);
+    this.idleMs = options.idleMs ?? 30_000;
+  }
+
+  /** Start the warm workers; resolves when they can take a run without paying start-up. */
+  async start(): Promise<void> {
+    const starting: Promise<void>[] = [];
+    while (this.slots.size < this.minWorkers) starting.push(this.spawn().ready);
+    await Promise.all(starting);
+  }
+
+  get workerCount(): number {
+    return this.slots.size;
+  }
+
+  run(request: RunRequest, callbacks: RunCallbacks): RunHandle {
+    if (this.closed) throw new Error("the sandbox engine is closed");
+    let resolve!: (done: DoneMessage) => void;
+    const done = new Promise<DoneMessage>((r) => (resolve = r));
+    const waiting: Waiting = { request, callbacks, resolve };
+    this.queue.push(waiting);
+    this.dispatch();
+    return {
+      done,
+      settle: (callId, ok, json) => {
+        const slot = waiting.slot;
+        if (!slot || slot.active?.request !== request || slot.active.finished) return;
+        this.send(slot, { type: "settle", runId: request.runId, callId, ok, json });
+      },
+      abort: () => {
+        const slot = waiting.slot;
+        if (!slot) {
+          const index = this.queue.indexOf(waiting);
+          if (index >= 0) this.queue.splice(index, 1);
+          resolve(stoppedBeforeStart(request.runId, "aborted", "the run was aborted before it started"));
+          return;
+        }
+        const active = slot.active;
+        if (!active || active.request !== request || active.finished) return;
+        active.stopKind ??= "aborted";
+        Atomics.store(slot.abortView, 0, 1);
+        this.send(slot, { type: "abort", runId: request.runId });
+        this.armHardStop(slot, active, HARD_STOP_GRACE_MS);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const waiting of this.queue.splice(0)) {
+      waiting.resolve(stoppedBeforeStart(waiting.request.runId, "aborted", "the runtime was closed before the run started"));
+    }
+    const exits: Promise<number>[] = [];
+    for (const slot of this.slots) {
+      if (slot.active && !slot.active.finished) this.finish(slot, slot.active, hardStopped(slot.active, "aborted", "the runtime was closed while the program ran"));
+      clearTimeout(slot.idleTimer);
+      slot.exited = true;
+      exits.push(slot.worker.terminate());
+    }
+    this.slots.clear();
+    await Promise.allSettled(exits);
+  }
+
+  private spawn(): Slot {
+    const abortBuffer = new SharedArrayBuffer(4);
+    const worker = new Worker(this.entry, {
+      workerData: { prelude: this.prelude, abortBuffer, maxInstances: 4, defaultMemoryBytes: this.options.defaultMemoryBytes },
+      // A large native stack lets QuickJS's own stack limit trip first, as a catchable RangeError.
+      resourceLimits: { stackSizeMb: 32, maxOldGenerationSizeMb: 512 },
+      stdout: false,
+      stderr: false,
+    });
+    worker.unref();
+    let markReady!: () => void;
+    const slot: Slot = {
+      worker,
+      abortView: new Int32Array(abortBuffer),
+      ready: new Promise<void>((r) => (markReady = r)),
+      isReady: false,
+      sessions: new Set(),
+      exited: false,
+    };
+    worker.on("message", (message: WorkerToHost) => {
+      if (message.type === "ready") {
+        slot.isReady = true;
+        markReady();
+        this.dispatch();
+        return;
+      }
+      this.onMessage(slot, message);
+    });
+    worker.on("error", (error) => this.onExit(slot, error));
+    worker.on("exit", () => {
+      markReady();
+      this.onExit(slot, undefined);
+    });
+    this.slots.add(slot);
+    return slot;
+  }
+
+  private onMessage(slot: Slot, message: WorkerToHost): void {
+    const active = slot.active;
+    if (!active || active.finished || message.type === "ready" || message.runId !== active.request.runId) return;
+    switch (message.type) {
+      case "call":
+        active.callbacks.onCall(message.callId, message.path, message.args);
+        break;
+      case "flush":
+        active.callbacks.onFlush(message.text, message.console);
+        break;
+      case "store":
+        active.callbacks.onStore(message.key, message.json);
+        break;
+      case "done":
+        if (message.instanceDiscarded) slot.sessions.delete(active.request.session);
+        // A stop the host asked for wins over whatever the guest was doing when it noticed.
+        if (active.stopKind === "aborted" && message.error && message.error.kind !== "aborted") {
+          message.error = { kind: "aborted", message: "the run was aborted by the host" };
+          message.ok = false;
+        }
+        this.finish(slot, active, message);
+        break;
+    }
+  }
+
+  private onExit(slot: Slot, error: Error | undefined): void {
+    if (!this.slots.has(slot)) return;
+    this.slots.delete(slot);
+    slot.exited = true;
+    clearTimeout(slot.idleTimer);
+    const active = slot.active;
+    if (active && !active.finished) {
+      const outOfMemory = (error as { code?: string } | undefined)?.code === "ERR_WORKER_OUT_OF_MEMORY";
+      this.finish(
+        slot,
+        active,
+        hardStopped(active, outOfMemory ? "memory" : "sandbox", outOfMemory ? "the sandbox worker ran out of memory" : `the sandbox worker exited unexpectedly${error ? `: ${error.message}` : ""}`),
+      );
+    }
+    if (!this.closed) this.refill();
+  }
+
+  private finish(slot: Slot, active: ActiveRun, done: DoneMessage): void {
+    if (active.finished) return;
+    active.finished = true;
+    clearTimeout(active.hardStop);
+    if (slot.active === active) slot.active = undefined;
+    if (!slot.exited) {
+      slot.sessions.add(active.request.session);
+      Atomics.store(slot.abortView, 0, 0);
+    }
+    active.resolve(done);
+    this.dispatch();
+  }
+
+  private armHardStop(slot: Slot, active: ActiveRun, delayMs: number): void {
+    clearTimeout(active.hardStop);
+    active.hardStop = setTimeout(() => {
+      if (active.finished) return;
+      const kind = active.stopKind ?? "timeout";
+      const message =
+        kind === "aborted"
+          ? "the run was aborted by the host (the program was stopped inside a long builtin)"
+          : `the program ran past its ${active.request.limits.timeoutMs} ms deadline inside a long builtin and was stopped`;
+      this.finish(slot, active, hardStopped(active, kind, message));
+      this.slots.delete(slot);
+      slot.exited = true;
+      void slot.worker.terminate();
+      this.refill();
+    }, delayMs);
+    active.hardStop.unref?.();
+  }
+
+  private dispatch(): void {
+    while (this.queue.length > 0) {
+      const next = this.queue[0];
+      const slot = this.pickSlot(next.request.session);
+      if (!slot) return;
+      this.queue.shift();
+      clearTimeout(slot.idleTimer);
+      const active: ActiveRun = { request: next.request, callbacks: next.callbacks, resolve: next.resolve, finished: false };
+      slot.active = active;
+      next.slot = slot;
+      Atomics.store(slot.abortView, 0, 0);
+      // The clock starts when the program can start, not while it waited for a worker.
+      const now = Date.now();
+      active.request.deadline = now + active.request.limits.timeoutMs;
+      this.send(slot, active.request);
+      this.armHardStop(slot, active, active.request.limits.timeoutMs + HARD_STOP_GRACE_MS);
+    }
+    this.scheduleIdle();
+  }
+
+  private pickSlot(session: string): Slot | undefined {
+    let free: Slot | undefined;
+    let starting = 0;
+    for (const slot of this.slots) {
+      if (slot.active || slot.exited) continue;
+      if (!slot.isReady) {
+        starting++;
+        continue;
+      }
+      if (slot.sessions.has(session)) return slot;
+      free ??= slot;
+    }
+    if (free) return free;
+    // No ready worker: start one unless enough are already starting for the queue.
+    if (this.slots.size < this.maxWorkers && starting < this.queue.length) this.spawn();
+    return undefined;
+  }
+
+  private refill(): void {
+    if (this.closed) return;
+    while (this.slots.size < this.minWorkers) this.spawn();
+    this.dispatch();
+  }
+
+  private scheduleIdle(): void {
+    let idle = 0;
+    for (const slot of this.slots) {
+      if (slot.active || slot.exited) continue;
+      idle++;
+      if (idle > this.minWorkers && !slot.idleTimer) {
+        slot.idleTimer = setTimeout(() => {
+          if (slot.active || slot.exited) return;
+          this.slots.delete(slot);
+          slot.exited = true;
+          void slot.worker.terminate();
+        }, this.idleMs);
+        slot.idleTimer.unref?.();
+      }
+    }
+  }
+
+  private send(slot: Slot, message: HostToWorker): void {
+    if (!slot.exited) slot.worker.postMessage(message);
+  }
+}
+
+function stoppedBeforeStart(runId: string, kind: ErrorKind, message: string): DoneMessage {
+  return { type: "done", runId, ok: false, error: { kind, message }, warnings: [], pendingCalls: [], instanceDiscarded: false };
+}
+
+function hardStopped(active: ActiveRun, kind: ErrorKind, message: string): DoneMessage {
+  return {
+    type: "done",
+    runId: active.request.runId,
+    ok: false,
+    error: { kind, message },
+    warnings: [],
+    pendingCalls: [],
+    instanceDiscarded: true,
+  };
+}

@@ -1,0 +1,491 @@
+// One program in one QuickJS runtime: set-up, the promise bridge, the job-pumping loop and a
+// teardown that never leaves the WASM instance poisoned. Runs inside a sandbox worker thread.
+//
+// The loop never awaits the program's own promise through the guest's `Promise` (a program may
+// replace it): it pumps jobs, reads the promise state directly and, when nothing is runnable,
+// waits for the next host event — a tool result, a timer, an abort or the deadline.
+import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
+import type { WasmInstance } from "./wasm-instance.js";
+import type { ConsoleLine, DoneMessage, ErrorKind, GuestError, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
+
+/** The program is wrapped so that top-level `await` and `return` work; kept on line 1 so line numbers match. */
+const PROGRAM_PREFIX = "(async () => {";
+const PROGRAM_SUFFIX = "\n})()";
+const PROGRAM_FILE = "program.js";
+const PRELUDE_FILE = "codemode-prelude.js";
+/** Output is handed to the host in batches so a flood of tiny `text()` calls is not a flood of messages. */
+const FLUSH_BYTES = 256 * 1024;
+const CONSOLE_LINES = 500;
+const CONSOLE_LINE_CHARS = 2_000;
+
+type StopReason = "timeout" | "aborted" | "call_limit" | "deadlock";
+
+interface Timer {
+  handle: ReturnType<typeof setTimeout>;
+  deferred: QuickJSDeferredPromise;
+}
+
+export class GuestRun {
+  private runtime!: QuickJSRuntime;
+  private context!: QuickJSContext;
+  private stopReason: StopReason | undefined;
+  private nextCallId = 1;
+  private callCount = 0;
+  private readonly inflight = new Map<number, QuickJSDeferredPromise>();
+  private readonly timers = new Map<number, Timer>();
+  private nextInternalTimer = -1;
+  private readonly store: Map<string, string>;
+  private storeBytes = 0;
+  private pendingText: string[] = [];
+  private pendingTextBytes = 0;
+  private pendingConsole: ConsoleLine[] = [];
+  private consoleLines = 0;
+  private consoleDropped = 0;
+  private readonly warnings: string[] = [];
+  private wake: (() => void) | undefined;
+  private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly instance: WasmInstance,
+    private readonly request: RunRequest,
+    private readonly prelude: string,
+    private readonly abortFlag: Int32Array,
+    private readonly post: (message: WorkerToHost) => void,
+  ) {
+    this.store = new Map(Object.entries(request.store));
+    for (const [key, json] of this.store) this.storeBytes += key.length + json.length;
+  }
+
+  get runId(): string {
+    return this.request.runId;
+  }
+
+  /** A tool result from the host. Late results (after the run ended) are ignored. */
+  settle(message: SettleMessage): void {
+    const deferred = this.inflight.get(message.callId);
+    if (!deferred) return;
+    this.inflight.delete(message.callId);
+    const value = this.context.newString(message.json);
+    if (message.ok) deferred.resolve(value);
+    else deferred.reject(value);
+    value.dispose();
+    deferred.dispose();
+    this.wake?.();
+  }
+
+  abort(): void {
+    this.stopReason ??= "aborted";
+    this.wake?.();
+  }
+
+  async execute(): Promise<DoneMessage> {
+    const { request, instance } = this;
+    let outcome: Omit<DoneMessage, "type" | "runId" | "warnings" | "pendingCalls" | "instanceDiscarded">;
+    let discarded = false;
+    try {
+      this.runtime = instance.module.newRuntime();
+      this.runtime.setMemoryLimit(request.limits.memoryBytes);
+      this.runtime.setMaxStackSize(request.limits.stackBytes);
+      this.runtime.setInterruptHandler(() => this.shouldInterrupt());
+      this.context = this.runtime.newContext();
+      outcome = await this.runProgram();
+    } catch (error) {
+      // Anything thrown by the engine itself (not by the guest) means the instance trapped.
+      discarded = true;
+      outcome = { ok: false, error: { kind: "sandbox", message: `the sandbox engine failed: ${describeHostError(error)}` } };
+    }
+    const pendingCalls = [...this.inflight.keys()];
+    if (!this.teardown()) discarded = true;
+    if (discarded) instance.dead = true;
+    if (this.consoleDropped > 0) this.warnings.push(`${this.consoleDropped} console lines were dropped (limit ${CONSOLE_LINES} per run)`);
+    this.flush();
+    return { type: "done", runId: request.runId, ...outcome, warnings: this.warnings, pendingCalls, instanceDiscarded: discarded };
+  }
+
+  private shouldInterrupt(): boolean {
+    if (this.stopReason) return true;
+    if (Atomics.load(this.abortFlag, 0) === 1) {
+      this.stopReason = "aborted";
+      return true;
+    }
+    if (Date.now() > this.request.deadline) {
+      this.stopReason = "timeout";
+      return true;
+    }
+    return false;
+  }
+
+  private async runProgram(): Promise<Pick<DoneMessage, "ok" | "valueJson" | "error">> {
+    const { context, runtime, request } = this;
+    const host = context.newFunction("__codemode_host", (...args) => this.hostCall(args));
+    context.setProp(context.global, "__codemode_host", host);
+    host.dispose();
+    const config = context.newString(JSON.stringify({ tools: request.tools, globals: request.globals }));
+    context.setProp(context.global, "__codemode_config", config);
+    config.dispose();
+
+    const preludeResult = context.evalCode(this.prelude, PRELUDE_FILE, { type: "global", strict: true });
+    if (preludeResult.error) {
+      const description = context.dump(preludeResult.error);
+      throw new Error(`the guest prelude failed to start: ${JSON.stringify(description)}`);
+    }
+    const hostInterface = preludeResult.value;
+    const serialise = context.getProp(hostInterface, "result");
+    const describe = context.getProp(hostInterface, "error");
+    hostInterface.dispose();
+    try {
+      const evaluated = context.evalCode(PROGRAM_PREFIX + request.code + PROGRAM_SUFFIX, PROGRAM_FILE, { type: "global" });
+      if (evaluated.error) {
+        const error = this.describeError(describe, evaluated.error);
+        evaluated.error.dispose();
+        return { ok: false, error };
+      }
+      const program = evaluated.value;
+      try {
+        return await this.drive(program, serialise, describe);
+      } finally {
+        program.dispose();
+      }
+    } finally {
+      serialise.dispose();
+      describe.dispose();
+      void runtime;
+    }
+  }
+
+  /** Pump jobs until the program settles, waiting for host events whenever nothing is runnable. */
+  private async drive(program: QuickJSHandle, serialise: QuickJSHandle, describe: QuickJSHandle): Promise<Pick<DoneMessage, "ok" | "valueJson" | "error">> {
+    const { context, runtime } = this;
+    this.deadlineTimer = setTimeout(() => this.wake?.(), Math.max(0, this.request.deadline - Date.now()) + 1);
+    try {
+      for (;;) {
+        if (this.stopReason || this.shouldInterrupt()) return { ok: false, error: this.stopError() };
+        const jobs = runtime.executePendingJobs();
+        if (jobs.error) {
+          // A job that throws past the promise machinery is an interrupt or an engine-level error.
+          const error = this.describeError(describe, jobs.error);
+          jobs.error.dispose();
+          if (this.stopReason) return { ok: false, error: this.stopError() };
+          if (error.kind === "memory" || error.kind === "stack") return { ok: false, error };
+          this.warnings.push(`a promise job failed: ${error.message}`);
+        }
+        const state = context.getPromiseState(program);
+        if (state.type === "fulfilled") {
+          const valueHandle = state.value;
+          try {
+            if (this.stopReason) return { ok: false, error: this.stopError() };
+            return this.readValue(serialise, describe, valueHandle);
+          } finally {
+            valueHandle.dispose();
+          }
+        }
+        if (state.type === "rejected") {
+          const error = this.describeError(describe, state.error);
+          state.error.dispose();
+          if (this.stopReason) return { ok: false, error: this.stopError() };
+          return { ok: false, error };
+        }
+        if (runtime.hasPendingJob()) continue;
+        if (this.inflight.size === 0 && this.timers.size === 0) {
+          this.stopReason = "deadlock";
+          return { ok: false, error: this.stopError() };
+        }
+        this.flush();
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+        });
+        this.wake = undefined;
+      }
+    } finally {
+      clearTimeout(this.deadlineTimer);
+    }
+  }
+
+  private readValue(serialise: QuickJSHandle, describe: QuickJSHandle, valueHandle: QuickJSHandle): Pick<DoneMessage, "ok" | "valueJson" | "error"> {
+    const { context } = this;
+    const result = context.callFunction(serialise, context.undefined, valueHandle);
+    if (result.error) {
+      const error = this.describeError(describe, result.error);
+      result.error.dispose();
+      if (this.stopReason) return { ok: false, error: this.stopError() };
+      return { ok: false, error };
+    }
+    const tagged = context.typeof(result.value) === "string" ? context.getString(result.value) : undefined;
+    result.value.dispose();
+    if (this.stopReason) return { ok: false, error: this.stopError() };
+    if (tagged === undefined) return { ok: true };
+    if (tagged.startsWith("!")) {
+      this.warnings.push(tagged.slice(1));
+      return { ok: true };
+    }
+    const json = tagged.slice(1);
+    if (Buffer.byteLength(json) > this.request.limits.maxCrossingBytes) {
+      this.warnings.push(`the return value is ${formatBytes(Buffer.byteLength(json))} of JSON, over the ${formatBytes(this.request.limits.maxCrossingBytes)} limit for one value crossing the sandbox wall; it was dropped`);
+      return { ok: true };
+    }
+    return { ok: true, valueJson: json };
+  }
+
+  private stopError(): GuestError {
+    const limits = this.request.limits;
+    switch (this.stopReason) {
+      case "aborted":
+        return { kind: "aborted", message: "the run was aborted by the host" };
+      case "call_limit":
+        return { kind: "call_limit", message: `the program made more than ${limits.maxToolCalls} tool calls (the per-run limit)` };
+      case "deadlock":
+        return {
+          kind: "timeout",
+          message: "the program is waiting for a promise that nothing can settle (no tool call, timer or job is pending)",
+        };
+      default:
+        return { kind: "timeout", message: `the program ran past its ${limits.timeoutMs} ms deadline` };
+    }
+  }
+
+  /** Turn a thrown guest value into a GuestError, reading it through the prelude (never a naive dump). */
+  private describeError(describe: QuickJSHandle, thrown: QuickJSHandle): GuestError {
+    const { context } = this;
+    let info: { name?: string; message?: string; stack?: string; thrown?: boolean } = {};
+    const described = context.callFunction(describe, context.undefined, thrown);
+    if (described.error) {
+      // Describing failed (typically out of memory, or the deadline hit during conversion).
+      const inner = context.typeof(described.error) === "object" ? safeDump(context, described.error) : undefined;
+      described.error.dispose();
+      info = { name: inner?.name, message: inner?.message ?? "the thrown value could not be read" };
+    } else {
+      try {
+        info = JSON.parse(context.getString(described.value));
+      } catch {
+        info = { message: "the thrown value could not be read" };
+      }
+      described.value.dispose();
+    }
+    const name = info.name;
+    const message = info.message ?? "";
+    const kind = classify(name, message);
+    const error: GuestError = { kind, message: name && !info.thrown ? `${name}: ${message}` : message };
+    if (name) error.name = name;
+    const position = userPosition(info.stack);
+    if (position) {
+      error.line = position.line;
+      error.column = position.column;
+    }
+    return error;
+  }
+
+  // ---- the bridge ------------------------------------------------------------------------------
+
+  private hostCall(args: QuickJSHandle[]): QuickJSHandle | undefined {
+    const { context } = this;
+    const op = context.getString(args[0]);
+    switch (op) {
+      case "call":
+        return this.startCall(context.getString(args[1]), context.getString(args[2]));
+      case "text":
+        this.appendText(context.getString(args[1]));
+        return undefined;
+      case "console":
+        this.appendConsole(context.getString(args[1]) as ConsoleLine["level"], context.getString(args[2]));
+        return undefined;
+      case "store": {
+        const json = context.typeof(args[2]) === "string" ? context.getString(args[2]) : undefined;
+        const problem = this.storeValue(context.getString(args[1]), json);
+        return problem === undefined ? undefined : context.newString(problem);
+      }
+      case "load": {
+        const json = this.store.get(context.getString(args[1]));
+        return json === undefined ? undefined : context.newString(json);
+      }
+      case "sleep":
+        return this.startTimer(context.getNumber(args[1]), context.getNumber(args[2]));
+      case "clearTimer":
+        this.clearTimer(context.getNumber(args[1]));
+        return undefined;
+      default:
+        throw new TypeError(`unknown host operation ${JSON.stringify(op)}`);
+    }
+  }
+
+  private startCall(path: string, args: string): QuickJSHandle {
+    const { context } = this;
+    const deferred = context.newPromise();
+    const limits = this.request.limits;
+    this.callCount++;
+    if (this.callCount > limits.maxToolCalls) {
+      this.stopReason ??= "call_limit";
+      this.rejectNow(deferred, { name: "RangeError", code: "call_limit", message: `tools.${path}(): the program made more than ${limits.maxToolCalls} tool calls (the per-run limit)` });
+      return deferred.handle;
+    }
+    const bytes = args.length * 3 > limits.maxCrossingBytes ? Buffer.byteLength(args) : args.length;
+    if (bytes > limits.maxCrossingBytes) {
+      this.rejectNow(deferred, {
+        name: "RangeError",
+        code: "crossing_limit",
+        message: `tools.${path}(): the argument is ${formatBytes(bytes)} of JSON; one value crossing the sandbox wall is limited to ${formatBytes(limits.maxCrossingBytes)}`,
+      });
+      return deferred.handle;
+    }
+    const callId = this.nextCallId++;
+    this.inflight.set(callId, deferred);
+    // Output produced before the call is flushed first so the host sees events in program order.
+    this.flush();
+    this.post({ type: "call", runId: this.request.runId, callId, path, args });
+    return deferred.handle;
+  }
+
+  private rejectNow(deferred: QuickJSDeferredPromise, payload: { name: string; code: string; message: string }): void {
+    const value = this.context.newString(JSON.stringify(payload));
+    deferred.reject(value);
+    value.dispose();
+    deferred.dispose();
+  }
+
+  private appendText(text: string): void {
+    this.pendingText.push(text);
+    this.pendingTextBytes += text.length;
+    if (this.pendingTextBytes >= FLUSH_BYTES) this.flush();
+  }
+
+  private appendConsole(level: ConsoleLine["level"], text: string): void {
+    if (this.consoleLines >= CONSOLE_LINES) {
+      this.consoleDropped++;
+      return;
+    }
+    this.consoleLines++;
+    this.pendingConsole.push({ level, text: text.length > CONSOLE_LINE_CHARS ? text.slice(0, CONSOLE_LINE_CHARS) + "…" : text });
+  }
+
+  private storeValue(key: string, json: string | undefined): string | undefined {
+    const limits = this.request.limits;
+    const previous = this.store.get(key);
+    const previousBytes = previous === undefined ? 0 : key.length + previous.length;
+    if (json === undefined) {
+      if (previous !== undefined) {
+        this.store.delete(key);
+        this.storeBytes -= previousBytes;
+        this.post({ type: "store", runId: this.request.runId, key });
+      }
+      return undefined;
+    }
+    const valueBytes = Buffer.byteLength(json);
+    if (valueBytes > limits.storeValueBytes) {
+      return `store(${JSON.stringify(key)}): the value is ${formatBytes(valueBytes)} of JSON; one stored value is limited to ${formatBytes(limits.storeValueBytes)}`;
+    }
+    const total = this.storeBytes - previousBytes + key.length + json.length;
+    if (total > limits.storeSessionBytes) {
+      return `store(${JSON.stringify(key)}): the session would hold ${formatBytes(total)}; a session's store is limited to ${formatBytes(limits.storeSessionBytes)} (delete keys with store(key, undefined))`;
+    }
+    this.store.set(key, json);
+    this.storeBytes = total;
+    this.post({ type: "store", runId: this.request.runId, key, json });
+    return undefined;
+  }
+
+  private startTimer(delay: number, guestId: number): QuickJSHandle {
+    const deferred = this.context.newPromise();
+    if (this.timers.size >= this.request.limits.maxTimers) {
+      const error = this.context.newError({ name: "RangeError", message: `too many pending timers (limit ${this.request.limits.maxTimers} per run)` });
+      deferred.reject(error);
+      error.dispose();
+      deferred.dispose();
+      return deferred.handle;
+    }
+    const key = guestId > 0 ? guestId : this.nextInternalTimer--;
+    const handle = setTimeout(() => {
+      this.timers.delete(key);
+      deferred.resolve();
+      deferred.dispose();
+      this.wake?.();
+    }, Math.min(delay, 2 ** 31 - 1));
+    this.timers.set(key, { handle, deferred });
+    return deferred.handle;
+  }
+
+  private clearTimer(guestId: number): void {
+    const timer = this.timers.get(guestId);
+    if (!timer) return;
+    clearTimeout(timer.handle);
+    timer.deferred.dispose();
+    this.timers.delete(guestId);
+  }
+
+  private flush(): void {
+    if (this.pendingText.length === 0 && this.pendingConsole.length === 0) return;
+    this.post({ type: "flush", runId: this.request.runId, text: this.pendingText, console: this.pendingConsole });
+    this.pendingText = [];
+    this.pendingTextBytes = 0;
+    this.pendingConsole = [];
+  }
+
+  /** Release every handle, then the context and runtime. Returns false if the instance must be discarded. */
+  private teardown(): boolean {
+    for (const timer of this.timers.values()) {
+      clearTimeout(timer.handle);
+      safely(() => timer.deferred.dispose());
+    }
+    this.timers.clear();
+    for (const deferred of this.inflight.values()) safely(() => deferred.dispose());
+    this.inflight.clear();
+    this.stopReason ??= "aborted";
+    let clean = true;
+    if (this.context?.alive) clean = safely(() => this.context.dispose()) && clean;
+    if (this.runtime?.alive) clean = safely(() => this.runtime.dispose()) && clean;
+    return clean;
+  }
+}
+
+function safely(action: () => void): boolean {
+  try {
+    action();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function safeDump(context: QuickJSContext, handle: QuickJSHandle): { name?: string; message?: string } | undefined {
+  try {
+    const name = context.getProp(handle, "name");
+    const message = context.getProp(handle, "message");
+    const result = {
+      name: context.typeof(name) === "string" ? context.getString(name) : undefined,
+      message: context.typeof(message) === "string" ? context.getString(message) : undefined,
+    };
+    name.dispose();
+    message.dispose();
+    return result;
+  } catch {
+    return undefined;
+  }
+}
+
+function classify(name: string | undefined, message: string): ErrorKind {
+  if (name === "SyntaxError") return "syntax";
+  // QuickJS refuses strings and arrays past its size limits before memory runs out: the same failure to a program.
+  if (/out of memory|string too long|array too long/i.test(message) && name !== "TypeError") return "memory";
+  if ((name === "InternalError" || name === "RangeError") && /stack overflow|call stack/i.test(message)) return "stack";
+  return "exception";
+}
+
+/** The first stack frame in the user's program, with line 1's column corrected for the wrapper. */
+function userPosition(stack: string | undefined): { line: number; column: number } | undefined {
+  if (!stack) return undefined;
+  const match = /program\.js:(\d+)(?::(\d+))?/.exec(stack);
+  if (!match) return undefined;
+  const line = Number(match[1]);
+  let column = match[2] === undefined ? 1 : Number(match[2]);
+  if (line === 1) column = Math.max(1, column - PROGRAM_PREFIX.length);
+  return { line, column };
+}
+
+function describeHostError(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return String(error);
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}

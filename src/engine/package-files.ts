@@ -1,0 +1,34 @@
+// Locating files that ship beside the compiled code: the guest prelude and the worker entry.
+// The same source runs from `src/` (tests) and from `dist/src/` (the published package).
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+let root: string | undefined;
+
+export function packageRoot(): string {
+  if (root) return root;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const manifest = join(dir, "package.json");
+    if (existsSync(manifest) && JSON.parse(readFileSync(manifest, "utf8")).name === "codemode-runtime") return (root = dir);
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error("codemode-runtime: cannot find the package root (package.json) above " + fileURLToPath(import.meta.url));
+    dir = parent;
+  }
+}
+
+let prelude: string | undefined;
+
+export function preludeSource(): string {
+  return (prelude ??= readFileSync(join(packageRoot(), "sandbox", "prelude.js"), "utf8"));
+}
+
+/** The compiled worker entry; under a TypeScript test runner the sibling is `.ts`, so use the build. */
+export function workerEntry(): URL {
+  const sibling = new URL("./worker.js", import.meta.url);
+  if (existsSync(fileURLToPath(sibling))) return sibling;
+  const built = join(packageRoot(), "dist", "src", "engine", "worker.js");
+  if (!existsSync(built)) throw new Error(`codemode-runtime: the sandbox worker is not built (${built}); run "npm run build"`);
+  return new URL(`file://${built}`);
+}

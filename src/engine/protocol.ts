@@ -1,0 +1,107 @@
+// Messages between the host thread and a sandbox worker. Values that cross into or out of the
+// guest travel as JSON strings; the worker never parses them.
+
+export type ErrorKind = "syntax" | "exception" | "timeout" | "memory" | "stack" | "call_limit" | "aborted" | "sandbox";
+
+/** Limits one run is held to, already validated and merged with the defaults. */
+export interface RunLimits {
+  timeoutMs: number;
+  memoryBytes: number;
+  stackBytes: number;
+  maxToolCalls: number;
+  maxCrossingBytes: number;
+  /** Per stored value and per session, in bytes of JSON. */
+  storeValueBytes: number;
+  storeSessionBytes: number;
+  maxTimers: number;
+}
+
+export interface RunRequest {
+  type: "run";
+  runId: string;
+  code: string;
+  /** Isolation key: runs with different keys never share a WASM instance. */
+  session: string;
+  limits: RunLimits;
+  /** Epoch milliseconds after which the run is a timeout. */
+  deadline: number;
+  /** Tool paths as the guest reaches them: "name" or "namespace.name". */
+  tools: string[];
+  /** Read-only globals the program sees (e.g. `task` for a script agent), as JSON values. */
+  globals: Record<string, unknown>;
+  /** The session's stored values as JSON strings. */
+  store: Record<string, string>;
+}
+
+export interface SettleMessage {
+  type: "settle";
+  runId: string;
+  callId: number;
+  ok: boolean;
+  /** JSON of the value the guest receives (ok) or of `{ name, code?, reason?, message }`. */
+  json: string;
+}
+
+export interface AbortMessage {
+  type: "abort";
+  runId: string;
+}
+
+export type HostToWorker = RunRequest | SettleMessage | AbortMessage;
+
+export interface CallMessage {
+  type: "call";
+  runId: string;
+  callId: number;
+  path: string;
+  args: string;
+}
+
+export interface ConsoleLine {
+  level: "log" | "info" | "warn" | "error" | "debug";
+  text: string;
+}
+
+/** Output produced since the last flush; sent whenever the run waits and at the end. */
+export interface FlushMessage {
+  type: "flush";
+  runId: string;
+  text: string[];
+  console: ConsoleLine[];
+}
+
+export interface StoreMessage {
+  type: "store";
+  runId: string;
+  key: string;
+  /** Absent: the key was deleted. */
+  json?: string;
+}
+
+export interface GuestError {
+  kind: ErrorKind;
+  name?: string;
+  message: string;
+  line?: number;
+  column?: number;
+}
+
+export interface DoneMessage {
+  type: "done";
+  runId: string;
+  ok: boolean;
+  /** JSON of the return value, when there was one and it was JSON. */
+  valueJson?: string;
+  error?: GuestError;
+  warnings: string[];
+  /** Tool calls the guest started but never saw settled: the host cancels them. */
+  pendingCalls: number[];
+  /** The WASM instance was thrown away (trap, abort, failed disposal). */
+  instanceDiscarded: boolean;
+}
+
+export interface ReadyMessage {
+  type: "ready";
+}
+
+export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage;

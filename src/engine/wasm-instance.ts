@@ -1,0 +1,51 @@
+// QuickJS module instances with a real memory cap.
+//
+// QuickJS's own memory limit counts ordinary heap objects only; large strings and typed arrays
+// slip past it and linear memory never shrinks. So every instance gets its own fixed
+// `WebAssembly.Memory` whose `maximum` is the cap: past it, allocation fails inside the guest
+// and the program sees an out-of-memory error while the host is untouched. The compiled
+// `WebAssembly.Module` is shared, so a new instance costs about a millisecond, not a compile.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten";
+import releaseSyncImport from "@jitl/quickjs-wasmfile-release-sync";
+
+// The package's types describe its CommonJS face; under ESM the default export is the variant itself.
+const releaseSyncVariant = releaseSyncImport as unknown as QuickJSSyncVariant;
+
+const PAGE_BYTES = 64 * 1024;
+/** QuickJS's static data and C stack live in linear memory too; the module needs 16 MiB to start. */
+const MIN_PAGES = 256;
+/** Room for the C stack, static data and allocator slack above the guest's own heap. */
+const OVERHEAD_BYTES = 16 * 1024 * 1024;
+
+let compiled: WebAssembly.Module | undefined;
+
+function compiledModule(): WebAssembly.Module {
+  if (!compiled) {
+    const require = createRequire(import.meta.url);
+    compiled = new WebAssembly.Module(readFileSync(require.resolve("@jitl/quickjs-wasmfile-release-sync/wasm")));
+  }
+  return compiled;
+}
+
+/** Number of 64 KiB pages for an instance whose guest may use `memoryBytes`. */
+export function pagesFor(memoryBytes: number): number {
+  return Math.max(MIN_PAGES, Math.ceil((memoryBytes + OVERHEAD_BYTES) / PAGE_BYTES));
+}
+
+export interface WasmInstance {
+  readonly module: QuickJSWASMModule;
+  readonly memory: WebAssembly.Memory;
+  readonly maxPages: number;
+  /** Set once the instance trapped or failed to tear down a runtime: it must not run again. */
+  dead: boolean;
+  runs: number;
+}
+
+export async function newWasmInstance(maxPages: number): Promise<WasmInstance> {
+  const memory = new WebAssembly.Memory({ initial: MIN_PAGES, maximum: maxPages });
+  const variant = newVariant(releaseSyncVariant, { wasmModule: compiledModule(), wasmMemory: memory });
+  const module = await newQuickJSWASMModuleFromVariant(variant);
+  return { module, memory, maxPages, dead: false, runs: 0 };
+}
