@@ -1,0 +1,290 @@
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { TaskError } from "./errors.js";
+import type { DriverKind } from "./types.js";
+
+export type CommandProtocol = "text" | "jsonl" | "claude-stream-json";
+
+/** What a `function` agent runs: an in-process async function. */
+export type FunctionAgent = (input: {
+  task: string;
+  taskId: string;
+  signal: AbortSignal;
+  emit: (event: DriverEvent) => void;
+}) => Promise<string | void>;
+
+/** Events a driver reports to the host; the host, not the child, turns them into usage. */
+export type DriverEvent =
+  | { type: "text"; text: string }
+  | { type: "usage"; input: number; output: number; cost?: number }
+  | { type: "turn" }
+  | { type: "report"; report: unknown }
+  | { type: "error"; message: string };
+
+/** USD per million tokens, used to price the host's own token count. */
+export interface Prices {
+  input: number;
+  output: number;
+}
+
+export interface AgentDefinition {
+  name: string;
+  description: string;
+  driver: DriverKind;
+  model?: string;
+  /** Tool names the child may reach (script and openai drivers); absent = none beyond its own. */
+  tools?: string[];
+  readOnly: boolean;
+  /** false = the agent opted out of reporting. */
+  report: boolean;
+  maxTurns?: number;
+  /** The Markdown body: a system prompt or instructions. */
+  prompt: string;
+  /** "code" or the file the definition came from. */
+  source: string;
+  // script driver
+  script?: string;
+  scriptCode?: string;
+  // command driver
+  command?: string[];
+  stdin?: boolean;
+  protocol?: CommandProtocol;
+  env?: Record<string, string>;
+  // openai driver
+  baseUrl?: string;
+  apiKeyEnv?: string;
+  prices?: Prices;
+  temperature?: number;
+  // function driver
+  run?: FunctionAgent;
+}
+
+const NAME = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '_', '.' or '-', starting with a letter or digit");
+const PRICES = z.strictObject({ input: z.number().nonnegative(), output: z.number().nonnegative() });
+const DRIVER_FIELDS_HINT = "script (script), command (command, stdin, protocol, env), openai (base_url, api_key_env, prices, temperature)";
+
+const frontMatterSchema = z.strictObject({
+  name: NAME.optional(),
+  description: z.string().min(1),
+  driver: z.enum(["script", "command", "openai"]),
+  model: z.string().min(1).optional(),
+  tools: z.array(z.string().min(1)).optional(),
+  read_only: z.boolean().optional(),
+  report: z.boolean().optional(),
+  max_turns: z.number().int().positive().optional(),
+  script: z.string().min(1).optional(),
+  command: z.union([z.string().min(1), z.array(z.string()).min(1)]).optional(),
+  stdin: z.boolean().optional(),
+  protocol: z.enum(["text", "jsonl", "claude-stream-json"]).optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  base_url: z.string().url().optional(),
+  api_key_env: z.string().min(1).optional(),
+  prices: PRICES.optional(),
+  temperature: z.number().min(0).max(2).optional(),
+});
+
+const codeAgentSchema = z.strictObject({
+  name: NAME,
+  description: z.string().min(1),
+  driver: z.enum(["script", "command", "openai", "function"]),
+  model: z.string().min(1).optional(),
+  tools: z.array(z.string().min(1)).optional(),
+  readOnly: z.boolean().optional(),
+  report: z.boolean().optional(),
+  maxTurns: z.number().int().positive().optional(),
+  prompt: z.string().optional(),
+  source: z.string().optional(),
+  script: z.string().min(1).optional(),
+  scriptCode: z.string().min(1).optional(),
+  command: z.array(z.string()).min(1).optional(),
+  stdin: z.boolean().optional(),
+  protocol: z.enum(["text", "jsonl", "claude-stream-json"]).optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  baseUrl: z.string().url().optional(),
+  apiKeyEnv: z.string().min(1).optional(),
+  prices: PRICES.optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  run: z.custom<FunctionAgent>((v) => typeof v === "function", "must be an async function").optional(),
+});
+
+export type AgentInput = z.input<typeof codeAgentSchema>;
+
+function issueText(where: string, issues: readonly z.core.$ZodIssue[]): string {
+  const parts = issues.map((issue) => {
+    if (issue.code === "unrecognized_keys") {
+      return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${[...issue.path, k].join(".")}"`).join(", ")} (driver fields: ${DRIVER_FIELDS_HINT})`;
+    }
+    const field = issue.path.length ? issue.path.join(".") : "(front matter)";
+    return `field "${field}" ${issue.message.replace(/^Invalid input: /, "")}`;
+  });
+  return `${where}: ${parts.join("; ")}`;
+}
+
+/** Per-driver requirements the schema cannot express field by field. */
+function checkDriverFields(where: string, def: AgentDefinition): void {
+  const fail = (msg: string): never => {
+    throw new TaskError("agent_invalid", `${where}: ${msg}`);
+  };
+  switch (def.driver) {
+    case "script":
+      if (!def.script && !def.scriptCode) fail(`field "script" is required for driver "script" (a path to the program, relative to the agent file)`);
+      break;
+    case "command":
+      if (!def.command?.length) fail(`field "command" is required for driver "command" (an argv list; "{task}" is replaced by the task)`);
+      break;
+    case "openai":
+      if (!def.model) fail(`field "model" is required for driver "openai"`);
+      break;
+    case "function":
+      if (!def.run) fail(`field "run" is required for driver "function" (an async function)`);
+      break;
+  }
+}
+
+/** Validates an agent registered in code. */
+export function defineAgent(input: AgentInput): AgentDefinition {
+  const where = `agent ${typeof (input as { name?: unknown })?.name === "string" ? `"${(input as { name: string }).name}"` : "(registered in code)"}`;
+  const parsed = codeAgentSchema.safeParse(input);
+  if (!parsed.success) throw new TaskError("agent_invalid", issueText(where, parsed.error.issues));
+  const v = parsed.data;
+  const def: AgentDefinition = {
+    ...stripUndefined({ ...v, readOnly: undefined, report: undefined, prompt: undefined, source: undefined }),
+    name: v.name,
+    description: v.description,
+    driver: v.driver,
+    readOnly: v.readOnly ?? false,
+    report: v.report ?? true,
+    prompt: v.prompt ?? "",
+    source: v.source ?? "code",
+  } as AgentDefinition;
+  checkDriverFields(where, def);
+  return def;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+const FRONT_MATTER = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/;
+
+/** Parses one agent file: YAML front matter (via the `yaml` package) and a Markdown body. */
+export function parseAgentFile(path: string, text?: string): AgentDefinition {
+  const where = `agent file "${path}"`;
+  const source = text ?? readFileSync(path, "utf8");
+  const m = FRONT_MATTER.exec(source);
+  if (!m) throw new TaskError("agent_invalid", `${where}: must start with YAML front matter between "---" lines (name, description, driver, …)`);
+  let data: unknown;
+  try {
+    data = parseYaml(m[1]!);
+  } catch (err) {
+    throw new TaskError("agent_invalid", `${where}: front matter is not valid YAML: ${(err as Error).message}`);
+  }
+  if (data === null || typeof data !== "object" || Array.isArray(data)) {
+    throw new TaskError("agent_invalid", `${where}: front matter must be a YAML mapping of fields (name, description, driver, …)`);
+  }
+  const parsed = frontMatterSchema.safeParse(data);
+  if (!parsed.success) throw new TaskError("agent_invalid", issueText(where, parsed.error.issues));
+  const f = parsed.data;
+  const fileName = path.split(/[\\/]/).pop()!.replace(/\.md$/i, "");
+  const name = f.name ?? fileName;
+  if (!NAME.safeParse(name).success) {
+    throw new TaskError("agent_invalid", `${where}: field "name" is missing and the file name "${fileName}" is not a valid agent name; add a "name:" field`);
+  }
+  const def: AgentDefinition = {
+    name,
+    description: f.description,
+    driver: f.driver,
+    readOnly: f.read_only ?? false,
+    report: f.report ?? true,
+    prompt: source.slice(m[0].length).trim(),
+    source: path,
+    ...stripUndefined({
+      model: f.model,
+      tools: f.tools,
+      maxTurns: f.max_turns,
+      // The script path is relative to the agent file, so agents can ship with their programs.
+      script: f.script === undefined ? undefined : isAbsolute(f.script) ? f.script : resolve(dirname(path), f.script),
+      command: typeof f.command === "string" ? [f.command] : f.command,
+      stdin: f.stdin,
+      protocol: f.protocol,
+      env: f.env,
+      baseUrl: f.base_url,
+      apiKeyEnv: f.api_key_env,
+      prices: f.prices,
+      temperature: f.temperature,
+    }),
+  };
+  checkDriverFields(where, def);
+  return def;
+}
+
+/** Loads every `*.md` agent in a directory (a missing directory holds no agents). */
+export function loadAgentDir(dir: string): AgentDefinition[] {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) return [];
+  const defs: AgentDefinition[] = [];
+  const seen = new Map<string, string>();
+  for (const entry of readdirSync(dir).sort()) {
+    if (!entry.toLowerCase().endsWith(".md")) continue;
+    const def = parseAgentFile(join(dir, entry));
+    const prev = seen.get(def.name);
+    if (prev) throw new TaskError("agent_invalid", `agent file "${def.source}": field "name" "${def.name}" is already used by "${prev}"; rename one of them`);
+    seen.set(def.name, def.source);
+    defs.push(def);
+  }
+  return defs;
+}
+
+export function defaultAgentDirs(cwd: string): string[] {
+  return [join(cwd, ".codemode", "agents"), join(homedir(), ".codemode", "agents")];
+}
+
+export interface AgentRegistryOptions {
+  /** Agents registered in code; they win over files with the same name. */
+  agents?: Array<AgentInput | AgentDefinition>;
+  /** Directories searched in order (earlier wins); default `<cwd>/.codemode/agents`, `~/.codemode/agents`. */
+  dirs?: string[];
+  cwd?: string;
+}
+
+export class AgentRegistry {
+  private readonly byName = new Map<string, AgentDefinition>();
+  readonly searched: readonly string[];
+
+  constructor(options: AgentRegistryOptions = {}) {
+    if (options.agents !== undefined && !Array.isArray(options.agents)) throw new TaskError("invalid_argument", `"agents" must be an array of agent definitions`);
+    if (options.dirs !== undefined && (!Array.isArray(options.dirs) || options.dirs.some((d) => typeof d !== "string"))) {
+      throw new TaskError("invalid_argument", `"dirs" must be an array of directory paths`);
+    }
+    const cwd = options.cwd ?? process.cwd();
+    this.searched = (options.dirs ?? defaultAgentDirs(cwd)).map((d) => resolve(cwd, d));
+    for (const a of options.agents ?? []) this.register(a);
+    for (const dir of this.searched) {
+      for (const def of loadAgentDir(dir)) if (!this.byName.has(def.name)) this.byName.set(def.name, def);
+    }
+  }
+
+  register(input: AgentInput | AgentDefinition): AgentDefinition {
+    const def = defineAgent(input as AgentInput);
+    if (this.byName.has(def.name)) throw new TaskError("agent_invalid", `agent "${def.name}" is registered twice; give each agent a unique name`);
+    this.byName.set(def.name, def);
+    return def;
+  }
+
+  list(): AgentDefinition[] {
+    return [...this.byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  get(name: string): AgentDefinition {
+    const def = this.byName.get(name);
+    if (def) return def;
+    const where = ["code", ...this.searched].join(", ");
+    const known = this.list().map((a) => a.name);
+    const message = known.length
+      ? `unknown agent "${name}"; known agents: ${known.join(", ")} (loaded from ${where}). Use one of them, or add ${name}.md to one of those directories`
+      : `unknown agent "${name}": no agents are defined (searched ${where}). Add ${name}.md with YAML front matter to one of those directories, or register the agent in code`;
+    throw new TaskError("agent_unknown", message);
+  }
+}

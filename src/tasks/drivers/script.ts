@@ -1,0 +1,46 @@
+import { readFile } from "node:fs/promises";
+import type { AgentDefinition } from "../agents.js";
+import type { Driver } from "./types.js";
+import { errorMessage } from "./types.js";
+
+/**
+ * Runs an agent's codemode program in its own sandbox. The host does not know the engine; the
+ * runtime (createCodemode) injects a runner that does.
+ */
+export type ScriptRunner = (
+  code: string,
+  options: {
+    task: string;
+    agent: AgentDefinition;
+    signal: AbortSignal;
+    depth: number;
+    taskId: string;
+    cwd: string;
+    readOnly: boolean;
+  },
+) => Promise<{ output: string; ok: boolean; error?: string }>;
+
+export function scriptDriver(runner: ScriptRunner | undefined): Driver {
+  return async ({ task, agent, signal, emit, cwd }) => {
+    if (!runner) {
+      return {
+        exitCode: 1,
+        error: `agent "${agent.name}" uses the script driver but this task host has no script runner; create it through createCodemode, or pass the scriptRunner option to TaskHost`,
+      };
+    }
+    let code: string;
+    try {
+      code = agent.scriptCode ?? (await readFile(agent.script!, "utf8"));
+    } catch (err) {
+      return { exitCode: 1, error: `cannot read the program of agent "${agent.name}" (${agent.script}): ${errorMessage(err)}; fix the "script" field of ${agent.source}` };
+    }
+    emit({ type: "turn" });
+    try {
+      const res = await runner(code, { task: task.task, agent, signal, depth: task.depth, taskId: task.id, cwd, readOnly: agent.readOnly });
+      if (res.output.length > 0) emit({ type: "text", text: res.output });
+      return res.ok ? { exitCode: 0 } : { exitCode: 1, error: res.error ?? "the program failed" };
+    } catch (err) {
+      return { exitCode: 1, error: errorMessage(err) };
+    }
+  };
+}

@@ -1,0 +1,93 @@
+import { TaskError } from "./errors.js";
+
+/** Tail limits for one `ptc_task_output` page: bounded so a page never floods the sandbox. */
+export const OUTPUT_TAIL_BYTES = 50 * 1024;
+export const OUTPUT_TAIL_LINES = 2000;
+/** The head preview kept for small outputs (and in `details`). */
+export const PREVIEW_BYTES = 2048;
+/** Outputs up to this size are "small": they get a preview; larger ones only a tail and a path. */
+export const SMALL_OUTPUT_BYTES = OUTPUT_TAIL_BYTES;
+
+function isContinuationByte(byte: number): boolean {
+  return (byte & 0xc0) === 0x80;
+}
+
+/** Refuses a `since_bytes` offset that is past the end or inside a multi-byte character. */
+export function checkSinceBytes(taskId: string, since: number, total: number, byteAt: (offset: number) => number): void {
+  if (!Number.isSafeInteger(since) || since < 0) {
+    throw new TaskError("invalid_argument", `"since_bytes" must be a non-negative integer byte offset, got ${String(since)}`, taskId);
+  }
+  if (since > total) {
+    throw new TaskError(
+      "task_output_range",
+      `"since_bytes" ${since} is past the end of task ${taskId}'s output (${total} bytes); pass a value from 0 to ${total}, e.g. the output_bytes of the previous read`,
+      taskId,
+    );
+  }
+  if (since < total && isContinuationByte(byteAt(since))) {
+    let start = since;
+    while (start > 0 && isContinuationByte(byteAt(start))) start--;
+    throw new TaskError(
+      "task_output_range",
+      `"since_bytes" ${since} falls inside a multi-byte UTF-8 character of task ${taskId}'s output; pass a character boundary such as ${start}, or the output_bytes of the previous read`,
+      taskId,
+    );
+  }
+}
+
+/** Advances `start` past continuation bytes so a slice never begins mid-character. */
+export function alignForward(buf: Buffer, start: number): number {
+  let i = start;
+  while (i < buf.length && isContinuationByte(buf[i]!)) i++;
+  return i;
+}
+
+/** Moves `end` back so a slice never ends mid-character. */
+export function alignBackward(buf: Buffer, end: number): number {
+  if (end >= buf.length) return buf.length;
+  let i = end;
+  while (i > 0 && isContinuationByte(buf[i]!)) i--;
+  return i;
+}
+
+export interface TailResult {
+  text: string;
+  truncated: boolean;
+}
+
+/** Keeps the last 50 KB / 2,000 lines of a page, cut on a character and, when cut, a line boundary. */
+export function tailTruncate(page: Buffer): TailResult {
+  let start = 0;
+  let truncated = false;
+  if (page.length > OUTPUT_TAIL_BYTES) {
+    truncated = true;
+    start = alignForward(page, page.length - OUTPUT_TAIL_BYTES);
+    const nl = page.indexOf(0x0a, start);
+    // Drop the partial first line when a whole line follows it.
+    if (nl !== -1 && nl + 1 < page.length) start = nl + 1;
+  }
+  let text = page.subarray(start).toString("utf8");
+  const body = text.endsWith("\n") ? text.slice(0, -1) : text;
+  let lines = 0;
+  for (let i = 0; i < body.length; i++) if (body.charCodeAt(i) === 10) lines++;
+  if (lines + 1 > OUTPUT_TAIL_LINES) {
+    truncated = true;
+    let cut = body.length;
+    for (let kept = 0; kept < OUTPUT_TAIL_LINES; kept++) cut = body.lastIndexOf("\n", cut - 1);
+    text = text.slice(cut + 1);
+  }
+  return { text, truncated };
+}
+
+/** The first ≤ 2,048 bytes of an output, cut on a character boundary. */
+export function headPreview(head: Buffer): string {
+  const end = alignBackward(head, Math.min(head.length, PREVIEW_BYTES));
+  return head.subarray(0, end).toString("utf8");
+}
+
+/** Preview of an arbitrary string for `details`, bounded in UTF-8 bytes. */
+export function previewString(text: string, maxBytes = PREVIEW_BYTES): string {
+  const buf = Buffer.from(text, "utf8");
+  if (buf.length <= maxBytes) return text;
+  return buf.subarray(0, alignBackward(buf, maxBytes)).toString("utf8");
+}

@@ -1,0 +1,256 @@
+import { describe, it, expect, afterEach } from "vitest";
+import { AgentRegistry, TaskHost, TaskError, memoryTaskStore, type AgentInput, type TaskRecord } from "../../src/tasks/index.js";
+
+function deferred<T = void>() {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+const hosts: TaskHost[] = [];
+function makeHost(agents: AgentInput[], opts: { maxRunning?: number; maxDepth?: number; killGraceMs?: number } = {}) {
+  const host = new TaskHost({ store: memoryTaskStore(), agents: new AgentRegistry({ agents, dirs: [] }), killGraceMs: 50, ...opts });
+  hosts.push(host);
+  return host;
+}
+afterEach(async () => {
+  await Promise.all(hosts.splice(0).map((h) => h.close()));
+});
+
+const echo: AgentInput = { name: "echo", description: "echoes", driver: "function", run: async ({ task }) => `done: ${task}` };
+
+async function rejection(p: Promise<unknown>): Promise<TaskError> {
+  try {
+    await p;
+  } catch (err) {
+    return err as TaskError;
+  }
+  throw new Error("expected a rejection");
+}
+
+describe("TaskHost with the function driver", () => {
+  it("runs a foreground task to succeeded with host-measured usage", async () => {
+    const host = makeHost([echo]);
+    const rec = await host.spawn({ agent: "echo", task: "hello" });
+    expect(rec.status).toBe("succeeded");
+    expect(rec.exitCode).toBe(0);
+    expect(rec.usage).toStrictEqual({ input: 0, output: 0, cost: 0, turns: 0 });
+    expect(rec.reportChannel).toBe("none");
+    expect(Object.hasOwn(rec, "report")).toBe(false);
+    expect(rec.depth).toBe(1);
+    expect(rec.label).toBe("hello");
+    expect(rec.id).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
+    expect(host.output(rec.id).output).toBe("done: hello");
+  });
+
+  it("counts usage from events and ignores what the child claims in its report", async () => {
+    const host = makeHost([
+      {
+        name: "liar",
+        description: "claims zero usage",
+        driver: "function",
+        prices: { input: 2, output: 10 },
+        run: async ({ emit }) => {
+          emit({ type: "turn" });
+          emit({ type: "usage", input: 1000, output: 200, cost: 999 });
+          emit({ type: "turn" });
+          emit({ type: "usage", input: 500, output: 100 });
+          emit({ type: "report", report: { summary: "ok", findings: [], files_touched: [], usage: { input: 0, output: 0, cost: 0, turns: 0 } } });
+          return "I used no tokens at all";
+        },
+      },
+    ]);
+    const rec = await host.spawn({ agent: "liar", task: "t" });
+    const usage = { input: 1500, output: 300, cost: (1500 * 2 + 300 * 10) / 1e6, turns: 2 };
+    expect(rec.usage).toStrictEqual(usage);
+    expect(rec.reportChannel).toBe("tool");
+    expect(rec.report).toStrictEqual({ summary: "ok", findings: [], files_touched: [], usage });
+  });
+
+  it("marks a child that exits 0 after an error as failed", async () => {
+    const host = makeHost([
+      { name: "sloppy", description: "d", driver: "function", run: async ({ emit }) => { emit({ type: "error", message: "could not open file" }); return "finished anyway"; } },
+    ]);
+    const err = await rejection(host.spawn({ agent: "sloppy", task: "t" }));
+    expect(err.code).toBe("task_failed");
+    const rec = host.get(err.taskId!)!;
+    expect(rec.status).toBe("failed");
+    expect(rec.exitCode).toBe(0);
+    expect(rec.errorMessage).toBe("exited 0 after reporting an error: could not open file");
+    expect(rec.usage).toStrictEqual({ input: 0, output: 0, cost: 0, turns: 0 });
+    expect(err.message).toBe(
+      `subagent task ${rec.id} (agent "sloppy") failed: exited 0 after reporting an error: could not open file; its output and usage stay readable with ptc_task_output({ task_id: "${rec.id}" })`,
+    );
+  });
+
+  it("marks a child that exits 0 with no output as failed", async () => {
+    const host = makeHost([{ name: "mute", description: "d", driver: "function", run: async () => "  \n" }]);
+    const err = await rejection(host.spawn({ agent: "mute", task: "t" }));
+    expect(host.get(err.taskId!)!.errorMessage).toBe("exited 0 without any final output");
+  });
+
+  it("stores a report only on success, from a trailing json fence (prompt-json)", async () => {
+    const text = 'All good.\n```json\n{"summary":"s","findings":[{"what":"w","evidence":"e"}]}\n```\n';
+    const host = makeHost([
+      { name: "pj", description: "d", driver: "function", run: async () => text },
+      { name: "pjfail", description: "d", driver: "function", run: async ({ emit }) => { emit({ type: "text", text }); throw new Error("boom"); } },
+      { name: "quiet", description: "d", driver: "function", report: false, run: async () => text },
+    ]);
+    const ok = await host.spawn({ agent: "pj", task: "t" });
+    expect(ok.reportChannel).toBe("prompt-json");
+    expect(ok.report).toStrictEqual({ summary: "s", findings: [{ what: "w", evidence: "e" }], files_touched: [], usage: { input: 0, output: 0, cost: 0, turns: 0 } });
+    const err = await rejection(host.spawn({ agent: "pjfail", task: "t" }));
+    const failed = host.get(err.taskId!)!;
+    expect([failed.status, failed.reportChannel, Object.hasOwn(failed, "report"), failed.errorMessage]).toStrictEqual(["failed", "prompt-json", false, "boom"]);
+    const opted = await host.spawn({ agent: "quiet", task: "t" });
+    expect([opted.reportChannel, Object.hasOwn(opted, "report")]).toStrictEqual(["opted-out", false]);
+  });
+
+  it("refuses depth 4 and allows depth 3", async () => {
+    const host = makeHost([echo]);
+    expect((await host.spawn({ agent: "echo", task: "t" }, { depth: 2 })).depth).toBe(3);
+    const err = await rejection(host.spawn({ agent: "echo", task: "t" }, { depth: 3 }));
+    expect(err.code).toBe("task_depth_exceeded");
+    expect(err.message).toBe(
+      'cannot spawn agent "echo" at depth 4: subagents nest at most 3 deep and this program already runs at depth 3; do this work here instead of spawning another subagent',
+    );
+    expect(host.list().total).toBe(1);
+  });
+
+  it("takes the depth from the parent task when one is named", async () => {
+    const gate = deferred();
+    const host = makeHost([echo, { name: "wait", description: "d", driver: "function", run: async () => { await gate.promise; return "x"; } }]);
+    const parent = await host.spawn({ agent: "wait", task: "p", background: true }, { depth: 2 });
+    expect(parent.depth).toBe(3);
+    const err = await rejection(host.spawn({ agent: "echo", task: "t" }, { parentTaskId: parent.id, depth: 0 }));
+    expect(err.code).toBe("task_depth_exceeded");
+    gate.resolve();
+    await host.wait(parent.id);
+  });
+
+  it("runs 8 of 30 background spawns and queues 22 in FIFO order; all finish", async () => {
+    const gates = new Map<string, ReturnType<typeof deferred>>();
+    const started: string[] = [];
+    const host = makeHost([
+      {
+        name: "gated",
+        description: "d",
+        driver: "function",
+        run: async ({ task }) => {
+          started.push(task);
+          const g = deferred();
+          gates.set(task, g);
+          await g.promise;
+          return `ok ${task}`;
+        },
+      },
+    ]);
+    const recs: TaskRecord[] = [];
+    for (let i = 0; i < 30; i++) recs.push(await host.spawn({ agent: "gated", task: `t${i}`, background: true }));
+    expect(recs.map((r) => r.status)).toStrictEqual([...Array(8).fill("running"), ...Array(22).fill("queued")]);
+    expect(host.list({ status: ["running"] }).total).toBe(8);
+    expect(host.list({ status: ["queued"] }).total).toBe(22);
+    expect([host.running, host.queued]).toStrictEqual([8, 22]);
+    // Release in order; each release lets exactly the next queued task in.
+    for (let i = 0; i < 30; i++) {
+      await new Promise((r) => setImmediate(r));
+      gates.get(`t${i}`)!.resolve();
+      await host.wait(recs[i]!.id);
+    }
+    expect(started).toStrictEqual(recs.map((_, i) => `t${i}`));
+    expect(host.list({ status: ["succeeded"] }).total).toBe(30);
+    expect([host.running, host.queued]).toStrictEqual([0, 0]);
+  });
+
+  it("stops a queued task (canceled at once) and a running one, cascading to its children", async () => {
+    const host = makeHost(
+      [
+        {
+          name: "sleeper",
+          description: "d",
+          driver: "function",
+          run: ({ signal }) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("aborted")))),
+        },
+      ],
+      { maxRunning: 2 },
+    );
+    const parent = await host.spawn({ agent: "sleeper", task: "parent", background: true });
+    const child = await host.spawn({ agent: "sleeper", task: "child", background: true }, { parentTaskId: parent.id });
+    const queued = await host.spawn({ agent: "sleeper", task: "queued", background: true });
+    expect([parent.status, child.status, queued.status, child.depth, child.parentId]).toStrictEqual(["running", "running", "queued", 2, parent.id]);
+
+    const q = await host.stop(queued.id, "not needed");
+    expect([q.fromStatus, q.record.status, q.record.stopReason, Object.hasOwn(q.record, "exitCode")]).toStrictEqual(["queued", "canceled", "not needed", false]);
+    expect(q.record.usage).toStrictEqual({ input: 0, output: 0, cost: 0, turns: 0 });
+
+    const p = await host.stop(parent.id, "enough");
+    expect([p.fromStatus, p.record.status, p.record.stopReason]).toStrictEqual(["running", "canceled", "enough"]);
+    const c = host.get(child.id)!;
+    expect([c.status, c.stopReason]).toStrictEqual(["canceled", `parent task ${parent.id} was stopped`]);
+
+    const again = await rejection(host.stop(parent.id));
+    expect(again.code).toBe("task_illegal_transition");
+    expect(again.message).toBe(
+      `task ${parent.id} cannot go from "canceled" to "canceled": it has already ended (canceled); read its output with ptc_task_output or spawn a new task`,
+    );
+  });
+
+  it("abandons a function that ignores its signal once the kill grace has passed", async () => {
+    const never = deferred<string>();
+    const host = makeHost([{ name: "deaf", description: "d", driver: "function", run: () => never.promise }], { killGraceMs: 10 });
+    const t = await host.spawn({ agent: "deaf", task: "t", background: true });
+    const s = await host.stop(t.id);
+    expect([s.record.status, s.record.exitCode]).toStrictEqual(["canceled", 137]);
+    never.resolve("late");
+    await new Promise((r) => setImmediate(r));
+    expect(host.get(t.id)!.status).toBe("canceled");
+    expect(host.output(t.id).output).toBe("");
+  });
+
+  it("stops a foreground child when the caller's signal aborts", async () => {
+    const host = makeHost([
+      { name: "sleeper", description: "d", driver: "function", run: ({ signal }) => new Promise((_, rej) => signal.addEventListener("abort", () => rej(new Error("x")))) },
+    ]);
+    const ac = new AbortController();
+    const p = rejection(host.spawn({ agent: "sleeper", task: "t" }, { signal: ac.signal }));
+    await new Promise((r) => setImmediate(r));
+    ac.abort();
+    const err = await p;
+    expect(host.get(err.taskId!)!.status).toBe("canceled");
+    expect(host.get(err.taskId!)!.stopReason).toBe("the calling program was cancelled");
+  });
+
+  it("rejects bad input naming the field", async () => {
+    const host = makeHost([echo]);
+    await expect(host.spawn({ agent: "echo", task: "" })).rejects.toThrow('"task" must be a non-empty task description, got the string ""');
+    await expect(host.spawn({ agent: "echo", task: "x", background: "yes" as unknown as boolean })).rejects.toThrow('"background" must be a boolean, got the string "yes"');
+    expect(() => host.list({ status: ["done"] })).toThrow('"status" entries must be one of "queued", "running", "stopping", "succeeded", "failed", "canceled", "lost", got "done"');
+    expect(() => host.list({ limit: 0 })).toThrow('"limit" must be an integer from 1 to 10000, got the number 0');
+    expect(() => host.output("nope")).toThrow('unknown task id "nope"; list task ids with ptc_task_list');
+    expect(() => new TaskHost({ store: memoryTaskStore(), agents: new AgentRegistry({ dirs: [] }), maxRunning: 0 })).toThrow('"maxRunning" must be a positive integer, got the number 0');
+    await expect(host.spawn({ agent: "ghost", task: "x" })).rejects.toThrow(
+      'unknown agent "ghost"; known agents: echo (loaded from code). Use one of them, or add ghost.md to one of those directories',
+    );
+  });
+
+  it("refuses spawns after close", async () => {
+    const host = makeHost([echo]);
+    await host.close();
+    await expect(host.spawn({ agent: "echo", task: "x" })).rejects.toThrow("the task host is closed; create a new one to spawn tasks");
+  });
+
+  it("pages output by bytes and spills a truncated in-memory log to a file", async () => {
+    const big = Array.from({ length: 3000 }, (_, i) => `line ${i} é`).join("\n") + "\n";
+    const host = makeHost([{ name: "big", description: "d", driver: "function", run: async () => big }]);
+    const rec = await host.spawn({ agent: "big", task: "t" });
+    const total = Buffer.byteLength(big);
+    const page = host.output(rec.id);
+    expect([page.outputBytes, page.truncated, Object.hasOwn(page, "preview")]).toStrictEqual([total, true, false]);
+    expect(page.output.split("\n").filter(Boolean).length).toBe(2000);
+    const { readFileSync } = await import("node:fs");
+    expect(readFileSync(page.fullPath!, "utf8")).toBe(big);
+    const tail = host.output(rec.id, { sinceBytes: total - Buffer.byteLength("line 2999 é\n") });
+    expect([tail.output, tail.truncated, Object.hasOwn(tail, "fullPath")]).toStrictEqual(["line 2999 é\n", false, false]);
+    expect(() => host.output(rec.id, { sinceBytes: total - 2 })).toThrow("falls inside a multi-byte UTF-8 character");
+  });
+});
