@@ -118,7 +118,7 @@ function issueText(where: string, issues: readonly z.core.$ZodIssue[]): string {
       return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${[...issue.path, k].join(".")}"`).join(", ")} (driver fields: ${DRIVER_FIELDS_HINT})`;
     }
     const field = issue.path.length ? issue.path.join(".") : "(front matter)";
-    return `field "${field}" ${issue.message.replace(/^Invalid input: /, "")}`;
+    return `field "${field}" ${issue.message.replace(/^Invalid (input|option): /, "")}`;
   });
   return `${where}: ${parts.join("; ")}`;
 }

@@ -1,0 +1,120 @@
+import { describe, it, expect, beforeAll, afterAll } from "vitest";
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { AgentRegistry, defineAgent, parseAgentFile, TaskError } from "../../src/tasks/index.js";
+
+let root: string;
+let dirA: string;
+let dirB: string;
+
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), "agents-"));
+  dirA = join(root, "project", ".codemode", "agents");
+  dirB = join(root, "home", ".codemode", "agents");
+  mkdirSync(dirA, { recursive: true });
+  mkdirSync(dirB, { recursive: true });
+  writeFileSync(
+    join(dirA, "reviewer.md"),
+    "---\ndescription: Reviews code\ndriver: script\nscript: ./reviewer.js\nread_only: true\ntools: [read_file, search_files]\nmax_turns: 4\n---\n\nReview carefully.\n",
+  );
+  writeFileSync(join(dirA, "notes.txt"), "not an agent");
+  writeFileSync(
+    join(dirB, "claude.md"),
+    '---\nname: claude\ndescription: Claude Code\ndriver: command\ncommand: ["claude", "-p", "{task}", "--output-format", "stream-json", "--verbose"]\nprotocol: claude-stream-json\nreport: false\n---\n',
+  );
+  // Same name in the home dir: the project dir wins.
+  writeFileSync(join(dirB, "reviewer.md"), "---\ndescription: home reviewer\ndriver: script\nscript: /x.js\n---\n");
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function errorOf(fn: () => unknown): TaskError {
+  try {
+    fn();
+  } catch (err) {
+    return err as TaskError;
+  }
+  throw new Error("expected an error");
+}
+
+describe("agents", () => {
+  it("loads Markdown agents with YAML front matter, project dir first", () => {
+    const reg = new AgentRegistry({ dirs: [dirA, dirB] });
+    expect(reg.list().map((a) => a.name)).toStrictEqual(["claude", "reviewer"]);
+    expect(reg.get("reviewer")).toStrictEqual({
+      name: "reviewer",
+      description: "Reviews code",
+      driver: "script",
+      readOnly: true,
+      report: true,
+      prompt: "Review carefully.",
+      source: join(dirA, "reviewer.md"),
+      tools: ["read_file", "search_files"],
+      maxTurns: 4,
+      script: join(dirA, "reviewer.js"),
+    });
+    expect(reg.get("claude")).toStrictEqual({
+      name: "claude",
+      description: "Claude Code",
+      driver: "command",
+      readOnly: false,
+      report: false,
+      prompt: "",
+      source: join(dirB, "claude.md"),
+      command: ["claude", "-p", "{task}", "--output-format", "stream-json", "--verbose"],
+      protocol: "claude-stream-json",
+    });
+  });
+
+  it("defaults to <cwd>/.codemode/agents and ~/.codemode/agents", () => {
+    const reg = new AgentRegistry({ cwd: join(root, "project") });
+    expect(reg.searched[0]).toBe(dirA);
+    expect(reg.searched[1]!.endsWith(join(".codemode", "agents"))).toBe(true);
+    expect(reg.get("reviewer").source).toBe(join(dirA, "reviewer.md"));
+  });
+
+  it("refuses an unknown agent listing known agents and where they load from", () => {
+    const reg = new AgentRegistry({ dirs: [dirA, dirB], agents: [{ name: "fn", description: "d", driver: "function", run: async () => "x" }] });
+    const err = errorOf(() => reg.get("nope"));
+    expect(err.code).toBe("agent_unknown");
+    expect(err.message).toBe(
+      `unknown agent "nope"; known agents: claude, fn, reviewer (loaded from code, ${dirA}, ${dirB}). Use one of them, or add nope.md to one of those directories`,
+    );
+    const empty = new AgentRegistry({ dirs: [join(root, "none")] });
+    expect(errorOf(() => empty.get("x")).message).toBe(
+      `unknown agent "x": no agents are defined (searched code, ${join(root, "none")}). Add x.md with YAML front matter to one of those directories, or register the agent in code`,
+    );
+  });
+
+  it("names the file and the field of an invalid definition", () => {
+    const f = join(root, "bad.md");
+    const cases: Array<[string, string]> = [
+      ["---\ndescription: d\ndriver: script\nscript: a.js\nread_only: yes please\n---\n", `agent file "${f}": field "read_only" expected boolean, received string`],
+      ["---\ndescription: d\ndriver: telepathy\n---\n", `agent file "${f}": field "driver" expected one of "script"|"command"|"openai"`],
+      ["---\ndescription: d\ndriver: command\n---\n", `agent file "${f}": field "command" is required for driver "command" (an argv list; "{task}" is replaced by the task)`],
+      ["---\ndescription: d\ndriver: openai\nmodel: m\ncolour: red\n---\n", `agent file "${f}": unknown field "colour" (driver fields: script (script), command (command, stdin, protocol, env), openai (base_url, api_key_env, prices, temperature))`],
+      ["no front matter", `agent file "${f}": must start with YAML front matter between "---" lines (name, description, driver, …)`],
+      ["---\n- a\n- b\n---\n", `agent file "${f}": front matter must be a YAML mapping of fields (name, description, driver, …)`],
+      ["---\ndescription: d\ndriver: openai\nmodel: m\nprices: { input: -1, output: 2 }\n---\n", `agent file "${f}": field "prices.input" Too small: expected number to be >=0`],
+    ];
+    for (const [text, message] of cases) {
+      const err = errorOf(() => parseAgentFile(f, text));
+      expect(err.code).toBe("agent_invalid");
+      expect(err.message).toBe(message);
+    }
+    expect(errorOf(() => parseAgentFile(f, "---\ndescription: [unclosed\n---\n")).message).toMatch(/^agent file ".*bad\.md": front matter is not valid YAML: /);
+  });
+
+  it("validates agents registered in code", () => {
+    expect(errorOf(() => defineAgent({ name: "x", description: "d", driver: "function" })).message).toBe(
+      'agent "x": field "run" is required for driver "function" (an async function)',
+    );
+    expect(errorOf(() => defineAgent({ name: "bad name", description: "d", driver: "function", run: async () => "" })).message).toBe(
+      `agent "bad name": field "name" must be letters, digits, '_', '.' or '-', starting with a letter or digit`,
+    );
+    const reg = new AgentRegistry({ dirs: [], agents: [{ name: "a", description: "d", driver: "function", run: async () => "" }] });
+    expect(errorOf(() => reg.register({ name: "a", description: "d", driver: "function", run: async () => "" })).message).toBe(
+      'agent "a" is registered twice; give each agent a unique name',
+    );
+  });
+});
