@@ -1,0 +1,214 @@
+import { toolInternals, type Tool } from "./define.js";
+import { describeValue } from "./errors.js";
+import { isIdentifier } from "./identifiers.js";
+import { isPlainObject } from "./json.js";
+
+/**
+ * TypeScript declarations of the `tools` namespace, for a model's prompt: it writes better
+ * programs when the result shapes are stated (DESIGN-NOTES). Rendered from the same JSON Schemas
+ * the descriptors carry, so the prompt and `tool_info` never disagree.
+ */
+
+export const DEFAULT_DECLARATIONS_BUDGET = 24_000;
+
+type Schema = Record<string, unknown> | boolean;
+
+function comment(text: string, indent: string): string {
+  const safe = text.replace(/\*\//g, "*\\/").trim();
+  const lines = safe.split(/\r?\n/);
+  if (lines.length === 1) return `${indent}/** ${lines[0]} */\n`;
+  return `${indent}/**\n${lines.map((l) => `${indent} * ${l}`.trimEnd()).join("\n")}\n${indent} */\n`;
+}
+
+function literal(value: unknown): string {
+  return JSON.stringify(value) ?? "unknown";
+}
+
+function propertyKey(key: string): string {
+  return /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(key) ? key : JSON.stringify(key);
+}
+
+function union(parts: string[]): string {
+  const unique = [...new Set(parts)];
+  if (unique.includes("unknown")) return "unknown";
+  return unique.length === 0 ? "never" : unique.map((p) => (p.includes("=>") ? `(${p})` : p)).join(" | ");
+}
+
+/** A TypeScript type for a JSON Schema produced by zod (the subset its converter emits). */
+export function schemaToType(schema: Schema, indent = ""): string {
+  if (schema === true || schema === undefined) return "unknown";
+  if (schema === false) return "never";
+  if (!isPlainObject(schema)) return "unknown";
+  if (Object.hasOwn(schema, "const")) return literal(schema.const);
+  if (Array.isArray(schema.enum)) return union(schema.enum.map(literal));
+  if (Array.isArray(schema.anyOf)) return union(schema.anyOf.map((s) => wrap(schemaToType(s as Schema, indent))));
+  if (Array.isArray(schema.oneOf)) return union(schema.oneOf.map((s) => wrap(schemaToType(s as Schema, indent))));
+  if (Array.isArray(schema.allOf)) return schema.allOf.map((s) => wrap(schemaToType(s as Schema, indent))).join(" & ");
+  // References (recursive schemas) are not inlined: a model can still read the value.
+  if (typeof schema.$ref === "string") return "unknown";
+  const type = schema.type;
+  if (Array.isArray(type)) return union(type.map((t) => wrap(schemaToType({ ...schema, type: t }, indent))));
+  switch (type) {
+    case "string":
+      return "string";
+    case "number":
+    case "integer":
+      return "number";
+    case "boolean":
+      return "boolean";
+    case "null":
+      return "null";
+    case "array":
+      return arrayType(schema, indent);
+    case "object":
+      return objectType(schema, indent);
+    default:
+      return "unknown";
+  }
+}
+
+function wrap(type: string): string {
+  return type.includes(" | ") || type.includes(" & ") ? `(${type})` : type;
+}
+
+function arrayType(schema: Record<string, unknown>, indent: string): string {
+  if (Array.isArray(schema.prefixItems)) {
+    const items = schema.prefixItems.map((s) => schemaToType(s as Schema, indent));
+    if (schema.items !== false && schema.items !== undefined) items.push(`...${wrap(schemaToType(schema.items as Schema, indent))}[]`);
+    return `[${items.join(", ")}]`;
+  }
+  if (schema.items === undefined) return "unknown[]";
+  return `${wrap(schemaToType(schema.items as Schema, indent))}[]`;
+}
+
+function objectType(schema: Record<string, unknown>, indent: string): string {
+  const properties = isPlainObject(schema.properties) ? schema.properties : {};
+  const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
+  const keys = Object.keys(properties);
+  const extra = schema.additionalProperties;
+  const open = extra !== undefined && extra !== false ? schemaToType(extra as Schema, `${indent}  `) : undefined;
+  if (keys.length === 0) {
+    if (open !== undefined) return `{ [key: string]: ${open} }`;
+    // zod's input-mode objects have no additionalProperties; an empty object means "no fields".
+    return extra === false || schema.properties !== undefined ? "{}" : "Record<string, unknown>";
+  }
+  const inner = `${indent}  `;
+  let out = "{\n";
+  for (const key of keys) {
+    const sub = properties[key] as Schema;
+    if (isPlainObject(sub) && typeof sub.description === "string" && sub.description !== "") out += comment(sub.description, inner);
+    out += `${inner}${propertyKey(key)}${required.has(key) ? "" : "?"}: ${schemaToType(sub, inner)};\n`;
+  }
+  if (open !== undefined) out += `${inner}[key: string]: ${open === "unknown" ? "unknown" : `${open} | undefined`};\n`;
+  return `${out}${indent}}`;
+}
+
+function hasRequired(schema: Record<string, unknown>): boolean {
+  return Array.isArray(schema.required) && schema.required.length > 0;
+}
+
+/** One tool's declaration, indented for its namespace. */
+function renderTool(tool: Tool, indent: string): string {
+  const impl = toolInternals(tool, "renderDeclarations: tools[]");
+  const fn = tool.path[tool.path.length - 1]!;
+  const input = impl.inputJsonSchema;
+  const optionalArgs = !hasRequired(input);
+  const inner = `${indent}  `;
+  let doc = tool.description;
+  if (impl.views) {
+    const inputType = schemaToType(input, inner);
+    doc += `\nResolves to the compact view; pass result_view: "full" for the full record.`;
+    let out = comment(doc, indent);
+    out += `${indent}function ${fn}(args${optionalArgs ? "?" : ""}: ${fn}.Input & { result_view?: "compact" }): Promise<${fn}.Compact>;\n`;
+    out += `${indent}function ${fn}(args: ${fn}.Input & { result_view: "full" }): Promise<${fn}.Full>;\n`;
+    out += `${indent}namespace ${fn} {\n`;
+    out += `${inner}type Input = ${inputType};\n`;
+    out += `${inner}type Compact = ${schemaToType(impl.views.compact.schema, inner)};\n`;
+    out += `${inner}type Full = ${schemaToType(impl.views.full.schema, inner)};\n`;
+    out += `${indent}}\n`;
+    return out;
+  }
+  const output = impl.output ? schemaToType(impl.output.schema, indent) : "string";
+  if (!impl.output) doc += "\nResolves to the tool's text output.";
+  return `${comment(doc, indent)}${indent}function ${fn}(args${optionalArgs ? "?" : ""}: ${schemaToType(input, indent)}): Promise<${output}>;\n`;
+}
+
+function looseTool(tool: Tool, indent: string): string {
+  const fn = tool.path[tool.path.length - 1]!;
+  return `${indent}function ${fn}(args?: Record<string, unknown>): Promise<unknown>;\n`;
+}
+
+interface Group {
+  tools: Tool[];
+  namespaces: Map<string, Tool[]>;
+}
+
+function group(tools: readonly Tool[]): Group {
+  const out: Group = { tools: [], namespaces: new Map() };
+  for (const tool of tools) {
+    if (tool.path.length === 1) out.tools.push(tool);
+    else {
+      const ns = tool.path[0]!;
+      if (!out.namespaces.has(ns)) out.namespaces.set(ns, []);
+      out.namespaces.get(ns)!.push(tool);
+    }
+  }
+  return out;
+}
+
+/**
+ * The whole `declare namespace tools { … }` text. Tools are rendered in order while they fit in
+ * `budgetBytes`; the rest are declared loosely by name (they still type-check) under a note that
+ * `tool_info` gives their contracts.
+ */
+export function renderDeclarations(tools: readonly Tool[], options: { budgetBytes?: number } = {}): string {
+  if (!Array.isArray(tools)) throw new TypeError(`renderDeclarations: "tools" must be an array of tools, received ${describeValue(tools)}`);
+  const budget = options?.budgetBytes ?? DEFAULT_DECLARATIONS_BUDGET;
+  if (typeof budget !== "number" || !Number.isInteger(budget) || budget < 1) {
+    throw new TypeError(`renderDeclarations: "options.budgetBytes" must be a positive integer, received ${String(budget)}`);
+  }
+  const seen = new Map<string, Tool>();
+  for (const [i, tool] of tools.entries()) {
+    toolInternals(tool, `renderDeclarations: tools[${i}]`);
+    const key = tool.path.join(".");
+    const clash = seen.get(key);
+    if (clash) throw new TypeError(`renderDeclarations: tools "${clash.id}" and "${tool.id}" both become tools.${key}; rename one`);
+    seen.set(key, tool);
+    for (const segment of tool.path) if (!isIdentifier(segment)) throw new TypeError(`renderDeclarations: tools[${i}] path segment "${segment}" is not an identifier`);
+  }
+
+  const full = new Map<Tool, string>();
+  const loose: Tool[] = [];
+  const header = "declare namespace tools {\n";
+  const footer = "}\n";
+  let used = Buffer.byteLength(header + footer);
+  // Loose lines of the tools not yet placed are reserved, so the fallback always fits.
+  const looseCost = (t: Tool) => Buffer.byteLength(looseTool(t, "    ")) + 2;
+  let reserve = tools.reduce((sum, t) => sum + looseCost(t), 0);
+  for (const tool of tools) {
+    const text = renderTool(tool, tool.path.length === 1 ? "  " : "    ");
+    const cost = Buffer.byteLength(text) + (tool.path.length === 1 ? 0 : 64);
+    reserve -= looseCost(tool);
+    if (used + cost + reserve <= budget) {
+      full.set(tool, text);
+      used += cost;
+    } else {
+      loose.push(tool);
+      used += looseCost(tool);
+    }
+  }
+
+  const render = (list: Tool[], indent: string): string =>
+    list.map((t) => full.get(t) ?? looseTool(t, indent)).join("");
+  const grouped = group(tools);
+  let out = header;
+  if (loose.length > 0) {
+    out += `  // Over the declarations budget, declared by name only: ${loose.map((t) => `tools.${t.path.join(".")}`).join(", ")}.\n`;
+    out += `  // Call tool_info({ tool_id }) for their input and output schemas.\n`;
+  }
+  out += render(grouped.tools, "  ");
+  for (const [ns, list] of grouped.namespaces) {
+    out += `  namespace ${ns} {\n${render(list, "    ")}  }\n`;
+  }
+  return out + footer;
+}

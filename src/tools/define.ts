@@ -1,0 +1,275 @@
+import type * as zc from "zod/v4/core";
+import { normalizeJsonSchema } from "./canonical.js";
+import { describeValue } from "./errors.js";
+import { toIdentifier } from "./identifiers.js";
+import { isPlainObject } from "./json.js";
+import { compileProjector, isZodObject, type Projector } from "./project.js";
+import { jsonSchemaOf, RESULT_VIEW_PROPERTY, schemaView, type SchemaView } from "./schema.js";
+import type { MaybePromise, ResultView, ToolContext, ToolDescriptor, ToolResult } from "./types.js";
+
+/** A tool as the runtime holds it: immutable, with everything per-call work needs precomputed. */
+export interface Tool {
+  readonly name: string;
+  readonly namespace?: string;
+  /** `name`, or `namespace.name` for namespaced (MCP) tools: what `tool_info` and hooks use. */
+  readonly id: string;
+  /** Where a program reaches it under `tools`: `["my_tool"]` or `["github", "create_issue"]`. */
+  readonly path: readonly string[];
+  readonly description: string;
+  /** Declares an output schema (or views): programs receive `structuredContent`, not text. */
+  readonly hasOutput: boolean;
+  readonly hasResultViews: boolean;
+}
+
+export interface ViewPlan extends SchemaView {
+  zod: zc.$ZodObject;
+  project: Projector;
+  label: string;
+}
+
+/** What defineTool/toTool precompute; reachable only through this module's WeakMap. */
+export interface ToolInternals {
+  input?: zc.$ZodObject;
+  /** Its own input declares `result_view` (or it has no schema): the selector is not inspected. */
+  ownsResultView: boolean;
+  output?: ViewPlan;
+  views?: Record<ResultView, ViewPlan>;
+  execute(input: unknown, ctx: ToolContext): unknown;
+  toModelOutput?(record: unknown): unknown;
+  toDetails?(record: unknown): unknown;
+  /** Input schema without the `result_view` the runtime adds; declarations render it separately. */
+  inputJsonSchema: Record<string, unknown>;
+  descriptor: ToolDescriptor;
+}
+
+const internals = new WeakMap<Tool, ToolInternals>();
+
+export function isTool(value: unknown): value is Tool {
+  return typeof value === "object" && value !== null && internals.has(value as Tool);
+}
+
+export function toolInternals(tool: Tool, field = "tool"): ToolInternals {
+  const found = typeof tool === "object" && tool !== null ? internals.get(tool) : undefined;
+  if (!found) throw new TypeError(`${field} must be a tool created by defineTool() or toTool(), received ${describeValue(tool)}`);
+  return found;
+}
+
+type ZObject = zc.$ZodObject;
+type Returned<R> = MaybePromise<R | ToolResult<R>>;
+
+interface BaseDefinition<I extends ZObject> {
+  name: string;
+  /** Groups the tool under `tools.<namespace>` in programs (MCP servers). */
+  namespace?: string;
+  description: string;
+  input: I;
+}
+
+export interface ViewsToolDefinition<I extends ZObject, C extends ZObject, F extends ZObject> extends BaseDefinition<I> {
+  views: { compact: C; full: F };
+  output?: undefined;
+  execute(input: zc.output<I>, ctx: ToolContext): Returned<zc.input<F>>;
+  toModelOutput?(record: zc.input<F>): unknown;
+  toDetails?(record: zc.input<F>): unknown;
+}
+
+export interface OutputToolDefinition<I extends ZObject, O extends ZObject> extends BaseDefinition<I> {
+  output: O;
+  views?: undefined;
+  // The full record may carry more than the output schema lists; projection drops the rest.
+  execute(input: zc.output<I>, ctx: ToolContext): Returned<zc.input<O> & Record<string, unknown>>;
+  toModelOutput?(record: zc.input<O> & Record<string, unknown>): unknown;
+  toDetails?(record: zc.input<O> & Record<string, unknown>): unknown;
+}
+
+export interface TextToolDefinition<I extends ZObject> extends BaseDefinition<I> {
+  output?: undefined;
+  views?: undefined;
+  execute(input: zc.output<I>, ctx: ToolContext): Returned<unknown>;
+  toModelOutput?(record: unknown): unknown;
+  toDetails?(record: unknown): unknown;
+}
+
+/** A schema-less tool: input is any JSON object, the result is text. */
+export interface PlainToolDefinition {
+  name: string;
+  namespace?: string;
+  description: string;
+  /** JSON Schema of the input (e.g. from an MCP server), shown in descriptors and declarations; not enforced here. */
+  inputSchema?: Record<string, unknown>;
+  execute(input: Record<string, unknown>, ctx: ToolContext): unknown;
+}
+
+const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
+const NAMESPACE = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
+const DEFINITION_KEYS = new Set(["name", "namespace", "description", "input", "output", "views", "execute", "toModelOutput", "toDetails"]);
+const PLAIN_KEYS = new Set(["name", "namespace", "description", "inputSchema", "execute"]);
+
+function fail(where: string, message: string): never {
+  throw new TypeError(`${where}: ${message}`);
+}
+
+function checkIdentity(where: string, def: Record<string, unknown>): { name: string; namespace?: string; description: string } {
+  const { name, namespace, description } = def;
+  if (typeof name !== "string" || !NAME.test(name)) {
+    fail(where, `"name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received ${typeof name === "string" ? JSON.stringify(name) : describeValue(name)}`);
+  }
+  if (namespace !== undefined && (typeof namespace !== "string" || !NAMESPACE.test(namespace))) {
+    fail(where, `"namespace" must be 1–64 characters of letters, digits, "_" or "-", received ${typeof namespace === "string" ? JSON.stringify(namespace) : describeValue(namespace)}`);
+  }
+  if (typeof description !== "string" || description.trim() === "") {
+    fail(where, `"description" must be a non-empty string, received ${typeof description === "string" ? "an empty string" : describeValue(description)}`);
+  }
+  return namespace === undefined ? { name, description } : { name, namespace: namespace as string, description };
+}
+
+function checkUnknownKeys(where: string, def: Record<string, unknown>, allowed: Set<string>): void {
+  for (const key of Object.keys(def)) {
+    if (!allowed.has(key)) fail(where, `unknown field "${key}"; expected one of ${[...allowed].map((k) => `"${k}"`).join(", ")}`);
+  }
+}
+
+function checkFunction(where: string, def: Record<string, unknown>, key: string, required: boolean): void {
+  const value = def[key];
+  if (value === undefined && !required) return;
+  if (typeof value !== "function") fail(where, `"${key}" must be a function, received ${describeValue(value)}`);
+}
+
+function zodObject(where: string, field: string, value: unknown): ZObject {
+  if (!isZodObject(value)) fail(where, `"${field}" must be a zod object schema (z.object({...})), received ${describeValue(value)}`);
+  return value;
+}
+
+function plan(schema: ZObject, field: string, label: string): ViewPlan {
+  return { zod: schema, project: compileProjector(schema), label, ...schemaView(schema, `defineTool: "${field}"`) };
+}
+
+function freezeTool(identity: { name: string; namespace?: string; description: string }, hasOutput: boolean, hasResultViews: boolean): Tool {
+  const tool: Tool = {
+    name: identity.name,
+    ...(identity.namespace === undefined ? {} : { namespace: identity.namespace }),
+    id: identity.namespace === undefined ? identity.name : `${identity.namespace}.${identity.name}`,
+    path: Object.freeze(identity.namespace === undefined ? [toIdentifier(identity.name)] : [toIdentifier(identity.namespace), toIdentifier(identity.name)]),
+    description: identity.description,
+    hasOutput,
+    hasResultViews,
+  };
+  return Object.freeze(tool);
+}
+
+export function defineTool<I extends ZObject, C extends ZObject, F extends ZObject>(def: ViewsToolDefinition<I, C, F>): Tool;
+export function defineTool<I extends ZObject, O extends ZObject>(def: OutputToolDefinition<I, O>): Tool;
+export function defineTool<I extends ZObject>(def: TextToolDefinition<I>): Tool;
+export function defineTool(def: unknown): Tool {
+  const where = "defineTool";
+  if (!isPlainObject(def)) fail(where, `the definition must be an object, received ${describeValue(def)}`);
+  checkUnknownKeys(where, def, DEFINITION_KEYS);
+  const identity = checkIdentity(where, def);
+  const input = zodObject(where, "input", def.input);
+  checkFunction(where, def, "execute", true);
+  checkFunction(where, def, "toModelOutput", false);
+  checkFunction(where, def, "toDetails", false);
+  if (def.output !== undefined && def.views !== undefined) {
+    fail(where, `give either "output" (a single result) or "views" ({ compact, full }), not both`);
+  }
+  const ownsResultView = Object.hasOwn(input._zod.def.shape, "result_view");
+  let output: ViewPlan | undefined;
+  let views: Record<ResultView, ViewPlan> | undefined;
+  if (def.output !== undefined) {
+    output = plan(zodObject(where, "output", def.output), "output", "output");
+  } else if (def.views !== undefined) {
+    if (!isPlainObject(def.views)) fail(where, `"views" must be an object { compact, full } of zod object schemas, received ${describeValue(def.views)}`);
+    for (const key of Object.keys(def.views)) {
+      if (key !== "compact" && key !== "full") fail(where, `"views" has unknown view "${key}"; expected "compact" and "full"`);
+    }
+    if (ownsResultView) fail(where, `"input" must not declare "result_view": a tool with views gets that selector from the runtime`);
+    views = {
+      compact: plan(zodObject(where, "views.compact", def.views.compact), "views.compact", "compact view"),
+      full: plan(zodObject(where, "views.full", def.views.full), "views.full", "full view"),
+    };
+  }
+
+  const inputJsonSchema = jsonSchemaOf(input, "input", `${where}: "input"`);
+  const tool = freezeTool(identity, output !== undefined || views !== undefined, views !== undefined);
+  const descriptor: ToolDescriptor = {
+    id: tool.id,
+    description: identity.description,
+    input_schema: views ? withResultView(inputJsonSchema) : inputJsonSchema,
+  };
+  const compact = views?.compact ?? output;
+  if (compact) {
+    descriptor.output_schema = compact.schema;
+    descriptor.output_schema_digest = compact.digest;
+  }
+  if (views) {
+    descriptor.output_views = {
+      compact: { schema: views.compact.schema, digest: views.compact.digest },
+      full: { schema: views.full.schema, digest: views.full.digest },
+    };
+  }
+  const d = def as Record<string, (...args: unknown[]) => unknown>;
+  internals.set(tool, {
+    input,
+    ownsResultView,
+    ...(output ? { output } : {}),
+    ...(views ? { views } : {}),
+    execute: d.execute!,
+    ...(d.toModelOutput ? { toModelOutput: d.toModelOutput } : {}),
+    ...(d.toDetails ? { toDetails: d.toDetails } : {}),
+    inputJsonSchema,
+    descriptor: deepFreeze(descriptor),
+  });
+  return tool;
+}
+
+function withResultView(schema: Record<string, unknown>): Record<string, unknown> {
+  const properties = { ...((schema.properties as Record<string, unknown> | undefined) ?? {}), result_view: RESULT_VIEW_PROPERTY };
+  return { ...schema, properties };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const item of Object.values(value)) deepFreeze(item);
+  }
+  return value;
+}
+
+/**
+ * Accepts what a host may hand the runtime as a tool: a `defineTool` result, a definition that
+ * still needs `defineTool` (it has an `input` schema), or a plain `{ name, description, execute }`
+ * whose input is any JSON object and whose result becomes text.
+ */
+export function toTool(value: unknown): Tool {
+  if (isTool(value)) return value;
+  const where = "toTool";
+  if (!isPlainObject(value)) {
+    fail(where, `expected a tool from defineTool() or an object { name, description, execute }, received ${describeValue(value)}`);
+  }
+  if (value.input !== undefined || value.output !== undefined || value.views !== undefined) {
+    return defineTool(value as unknown as TextToolDefinition<ZObject>);
+  }
+  checkUnknownKeys(where, value, PLAIN_KEYS);
+  const identity = checkIdentity(where, value);
+  checkFunction(where, value, "execute", true);
+  let inputJsonSchema: Record<string, unknown> = { type: "object" };
+  if (value.inputSchema !== undefined) {
+    if (!isPlainObject(value.inputSchema) || (value.inputSchema.type !== undefined && value.inputSchema.type !== "object")) {
+      fail(where, `"inputSchema" must be a JSON Schema object with type "object", received ${describeValue(value.inputSchema)}`);
+    }
+    try {
+      inputJsonSchema = normalizeJsonSchema(JSON.parse(JSON.stringify(value.inputSchema)) as Record<string, unknown>);
+    } catch (err) {
+      fail(where, `"inputSchema" must be JSON: ${(err as Error).message}`);
+    }
+  }
+  const tool = freezeTool(identity, false, false);
+  const descriptor: ToolDescriptor = { id: tool.id, description: identity.description, input_schema: inputJsonSchema };
+  internals.set(tool, {
+    ownsResultView: true,
+    execute: value.execute as ToolInternals["execute"],
+    inputJsonSchema,
+    descriptor: deepFreeze(descriptor),
+  });
+  return tool;
+}

@@ -1,0 +1,92 @@
+/**
+ * ToolError: the one error type a tool call fails with, carrying a machine-readable `code` (and
+ * optional `reason`) so a model, a program and a host can react without parsing messages.
+ */
+
+export type ToolErrorCode =
+  | "tool_invalid_input"
+  | "tool_denied"
+  | "tool_failed"
+  | "tool_output_invalid"
+  | "tool_aborted"
+  | (string & {});
+
+export class ToolError extends Error {
+  override readonly name = "ToolError" as const;
+  readonly code: ToolErrorCode;
+  readonly reason?: string;
+
+  constructor(code: ToolErrorCode, message: string, options?: { reason?: string; cause?: unknown }) {
+    if (typeof code !== "string" || !/^[a-z][a-z0-9_]*$/.test(code)) {
+      throw new TypeError(`ToolError: "code" must be a snake_case string, received ${describeValue(code)}`);
+    }
+    if (typeof message !== "string") {
+      throw new TypeError(`ToolError: "message" must be a string, received ${describeValue(message)}`);
+    }
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    if (options?.reason !== undefined) {
+      if (typeof options.reason !== "string" || options.reason === "") {
+        throw new TypeError(`ToolError: "reason" must be a non-empty string, received ${describeValue(options.reason)}`);
+      }
+      this.reason = options.reason;
+    }
+  }
+
+  toJSON(): { name: "ToolError"; code: string; reason?: string; message: string } {
+    return this.reason === undefined
+      ? { name: this.name, code: this.code, message: this.message }
+      : { name: this.name, code: this.code, reason: this.reason, message: this.message };
+  }
+}
+
+export function isToolError(value: unknown): value is ToolError {
+  return value instanceof ToolError;
+}
+
+/** The message of anything thrown, without losing non-Error throws (strings, objects). */
+export function messageOf(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (typeof err === "string") return err;
+  try {
+    const json = JSON.stringify(err);
+    if (typeof json === "string") return json;
+  } catch {
+    // Fall through: cyclic or BigInt-holding values still need a message.
+  }
+  return String(err);
+}
+
+/** A short type name for error messages a model reads ("received number", "received array"). */
+export function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "number" && Number.isNaN(value)) return "NaN";
+  return typeof value;
+}
+
+/** Guest rejections keep the tail: the end of a long failure text is where the cause usually is. */
+export const GUEST_MESSAGE_LIMIT = 2000;
+
+export interface GuestError {
+  name: string;
+  code: string;
+  reason?: string;
+  message: string;
+}
+
+/**
+ * The fields a sandboxed program sees on the `Error` a failed `await tools.x()` rejects with.
+ * The message keeps its last 2,000 characters.
+ */
+export function guestError(err: unknown): GuestError {
+  const code = err instanceof ToolError ? err.code : "tool_failed";
+  const name = err instanceof ToolError ? "ToolError" : err instanceof Error ? err.name : "ToolError";
+  let message = messageOf(err);
+  if (message.length > GUEST_MESSAGE_LIMIT) {
+    message = `…${message.slice(message.length - (GUEST_MESSAGE_LIMIT - 1))}`;
+  }
+  const out: GuestError = { name, code, message };
+  if (err instanceof ToolError && err.reason !== undefined) out.reason = err.reason;
+  return out;
+}

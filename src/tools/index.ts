@@ -1,0 +1,32 @@
+/** The tool contract (SPEC §2, §3, §6): definitions, invocation, channels, descriptors, declarations. */
+export { defineTool, toTool, isTool } from "./define.js";
+export type { Tool, ViewsToolDefinition, OutputToolDefinition, TextToolDefinition, PlainToolDefinition } from "./define.js";
+export { invokeTool } from "./invoke.js";
+export type { InvokeOptions } from "./invoke.js";
+export { errorResult, guestValue, toolResult, asToolResult } from "./result.js";
+export { ToolError, isToolError, guestError, messageOf, GUEST_MESSAGE_LIMIT } from "./errors.js";
+export type { ToolErrorCode, GuestError } from "./errors.js";
+export { describeTool } from "./describe.js";
+export { toolInfoTool, findTool } from "./tool-info.js";
+export { approvalDigest, canonicalJson, digestOf } from "./canonical.js";
+export { assertViewSubset } from "./subset.js";
+export { renderDeclarations, DEFAULT_DECLARATIONS_BUDGET } from "./declarations.js";
+export { toIdentifier, closestNames } from "./identifiers.js";
+export { boundText, DEFAULT_OUTPUT_BUDGET } from "./budget.js";
+export { RESULT_VIEWS } from "./types.js";
+export type {
+  ToolContext,
+  TextContent,
+  ToolCallResult,
+  ResultView,
+  ToolResult,
+  ToolRef,
+  ToolHooks,
+  PreCallEvent,
+  PreCallDecision,
+  PostCallEvent,
+  PostCallDecision,
+  PostErrorEvent,
+  ToolDescriptor,
+  ToolDescriptorView,
+} from "./types.js";

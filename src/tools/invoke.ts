@@ -1,0 +1,297 @@
+import * as zc from "zod/v4/core";
+import { boundText, validateBudget } from "./budget.js";
+import { toolInternals, type Tool, type ToolInternals, type ViewPlan } from "./define.js";
+import { describeValue, messageOf, ToolError } from "./errors.js";
+import { formatIssues } from "./issues.js";
+import { isPlainObject, textOf } from "./json.js";
+import { asToolResult } from "./result.js";
+import { assertViewSubset } from "./subset.js";
+import type { PostErrorEvent, ResultView, ToolCallResult, ToolContext, ToolHooks, ToolRef } from "./types.js";
+
+export interface InvokeOptions {
+  ctx: ToolContext;
+  hooks?: ToolHooks;
+  /** Cap on the bytes of `content` (default 40,000). */
+  outputBudget?: number;
+  /** Check "compact ⊆ full" on every call of a tool with views (costs a second projection). */
+  development?: boolean;
+  /** The caller fixed the view (e.g. a pipeline step): a hook that changes it is denied. */
+  pinnedResultView?: ResultView;
+}
+
+interface Checked {
+  args: Record<string, unknown>;
+  view?: ResultView;
+}
+
+function checkOptions(options: unknown): Required<Pick<InvokeOptions, "ctx" | "outputBudget" | "development">> & InvokeOptions {
+  const where = "invokeTool: options";
+  if (!isPlainObject(options)) throw new TypeError(`${where} must be an object { ctx, hooks?, outputBudget?, development?, pinnedResultView? }, received ${describeValue(options)}`);
+  const ctx = options.ctx;
+  if (!isPlainObject(ctx) && (ctx === null || typeof ctx !== "object")) throw new TypeError(`${where}.ctx must be an object { signal, callId, runId, depth }, received ${describeValue(ctx)}`);
+  const c = ctx as Record<string, unknown>;
+  if (!(c.signal instanceof AbortSignal)) throw new TypeError(`${where}.ctx.signal must be an AbortSignal, received ${describeValue(c.signal)}`);
+  if (typeof c.callId !== "string" || c.callId === "") throw new TypeError(`${where}.ctx.callId must be a non-empty string, received ${describeValue(c.callId)}`);
+  if (typeof c.runId !== "string" || c.runId === "") throw new TypeError(`${where}.ctx.runId must be a non-empty string, received ${describeValue(c.runId)}`);
+  if (typeof c.depth !== "number" || !Number.isInteger(c.depth) || c.depth < 0) throw new TypeError(`${where}.ctx.depth must be an integer ≥ 0, received ${String(c.depth)}`);
+  if (c.taskId !== undefined && typeof c.taskId !== "string") throw new TypeError(`${where}.ctx.taskId must be a string, received ${describeValue(c.taskId)}`);
+  const hooks = options.hooks;
+  if (hooks !== undefined) {
+    if (hooks === null || typeof hooks !== "object") throw new TypeError(`${where}.hooks must be an object { preCall?, postCall?, postError? }, received ${describeValue(hooks)}`);
+    for (const key of ["preCall", "postCall", "postError"] as const) {
+      const hook = (hooks as Record<string, unknown>)[key];
+      if (hook !== undefined && typeof hook !== "function") throw new TypeError(`${where}.hooks.${key} must be a function, received ${describeValue(hook)}`);
+    }
+  }
+  if (options.development !== undefined && typeof options.development !== "boolean") {
+    throw new TypeError(`${where}.development must be a boolean, received ${describeValue(options.development)}`);
+  }
+  const pinned = options.pinnedResultView;
+  if (pinned !== undefined && pinned !== "compact" && pinned !== "full") {
+    throw new TypeError(`${where}.pinnedResultView must be "compact" or "full", received ${JSON.stringify(pinned) ?? describeValue(pinned)}`);
+  }
+  return {
+    ...(options as unknown as InvokeOptions),
+    ctx: ctx as unknown as ToolContext,
+    outputBudget: validateBudget(options.outputBudget, `${where}.outputBudget`),
+    development: options.development === true,
+  };
+}
+
+function invalidInput(message: string): ToolError {
+  return new ToolError("tool_invalid_input", message, { reason: "schema_invalid" });
+}
+
+/** Input checks of SPEC §6, in the order the seed lists them; any failure means the tool does not run. */
+function checkInput(tool: Tool, impl: ToolInternals, raw: unknown, pinned: ResultView | undefined): Checked {
+  if (!isPlainObject(raw)) throw invalidInput(`tool "${tool.id}" input must be an object, received ${describeValue(raw)}`);
+  let args = raw;
+  let view: ResultView | undefined;
+  const sentView = Object.hasOwn(raw, "result_view") && raw.result_view !== undefined;
+  if (impl.views) {
+    if (sentView && raw.result_view !== "compact" && raw.result_view !== "full") {
+      throw invalidInput(`tool "${tool.id}" input "result_view" must be one of "compact", "full"`);
+    }
+    if (sentView && pinned !== undefined && raw.result_view !== pinned) {
+      throw new ToolError("tool_denied", `tool "${tool.id}" result view is pinned to "${pinned}" by the caller`, { reason: "result_view_pinned" });
+    }
+    view = sentView ? (raw.result_view as ResultView) : pinned ?? "compact";
+    if (Object.hasOwn(raw, "result_view")) {
+      const { result_view: _selector, ...rest } = raw;
+      args = rest;
+    }
+  } else if (sentView && !impl.ownsResultView) {
+    throw invalidInput(`tool "${tool.id}" returns a single result and does not accept "result_view"`);
+  }
+  if (impl.input) {
+    const parsed = zc.safeParse(impl.input, args);
+    if (!parsed.success) throw invalidInput(formatIssues(`tool "${tool.id}" input`, parsed.error.issues, args));
+    args = parsed.data as Record<string, unknown>;
+  }
+  return view === undefined ? { args } : { args, view };
+}
+
+function projectView(tool: Tool, plan: ViewPlan, record: unknown): Record<string, unknown> {
+  const projected = plan.project(record);
+  const parsed = zc.safeParse(plan.zod, projected);
+  if (!parsed.success) {
+    throw new ToolError(
+      "tool_output_invalid",
+      `tool "${tool.id}" returned a record that does not match its ${plan.label} schema: ${formatIssues("record", parsed.error.issues, projected)}`,
+      { reason: "schema_invalid" },
+    );
+  }
+  return parsed.data as Record<string, unknown>;
+}
+
+interface Overrides {
+  modelOutput?: { value: unknown };
+  details?: { value: unknown };
+}
+
+/**
+ * The three channels from one record. Projection errors throw (the program was promised a shape);
+ * a failing `toModelOutput`/`toDetails` only costs a warning, since the model and the UI can
+ * still be served from the record itself (seed 002, "fail soft").
+ */
+export function buildChannels(
+  tool: Tool,
+  impl: ToolInternals,
+  record: unknown,
+  view: ResultView | undefined,
+  overrides: Overrides,
+  budget: number,
+  development: boolean,
+): ToolCallResult {
+  const warnings: string[] = [];
+  let structured: Record<string, unknown> | undefined;
+  if (impl.views) {
+    const selected = view ?? "compact";
+    structured = projectView(tool, impl.views[selected], record);
+    if (development) {
+      const other = projectView(tool, impl.views[selected === "compact" ? "full" : "compact"], record);
+      try {
+        if (selected === "compact") assertViewSubset(structured, other);
+        else assertViewSubset(other, structured);
+      } catch (err) {
+        throw new ToolError("tool_output_invalid", `tool "${tool.id}" compact view is not a subset of its full view: ${messageOf(err)}`, { reason: "view_not_subset" });
+      }
+    }
+  } else if (impl.output) {
+    structured = projectView(tool, impl.output, record);
+  }
+
+  let text: string | undefined;
+  if (overrides.modelOutput) {
+    text = textOf(overrides.modelOutput.value);
+  } else if (impl.toModelOutput) {
+    try {
+      const out = impl.toModelOutput(record);
+      if (out !== undefined && out !== null) text = textOf(out);
+    } catch (err) {
+      warnings.push(`tool "${tool.id}" toModelOutput failed (${messageOf(err)}); the model was sent the JSON result instead`);
+    }
+  }
+  // With a declared output the JSON is of the selected view: that is the record the caller asked
+  // for, and "compact" keeps its promise of fewer bytes for the model too.
+  text ??= structured !== undefined ? JSON.stringify(structured) : textOf(record);
+
+  let details: unknown = record;
+  if (overrides.details) {
+    details = overrides.details.value;
+  } else if (impl.toDetails) {
+    try {
+      details = impl.toDetails(record);
+    } catch (err) {
+      warnings.push(`tool "${tool.id}" toDetails failed (${messageOf(err)}); details hold the record instead`);
+    }
+  }
+
+  const bounded = boundText(text, budget);
+  const result: ToolCallResult = { content: [{ type: "text", text: bounded.text }] };
+  if (structured !== undefined) result.structuredContent = structured;
+  if (details !== undefined) result.details = details;
+  if (bounded.truncated) warnings.push(`tool "${tool.id}" output was ${bounded.totalBytes} bytes; the model was sent the first part within the ${budget}-byte budget`);
+  if (warnings.length > 0) result.warnings = warnings;
+  return result;
+}
+
+function refOf(tool: Tool): ToolRef {
+  return tool.namespace === undefined ? { id: tool.id, name: tool.name } : { id: tool.id, name: tool.name, namespace: tool.namespace };
+}
+
+/**
+ * One tool call, as a model or a program makes it: check the input (and `result_view`), run the
+ * preCall hook, execute, project the selected view, build the channels, run postCall.
+ * Throws ToolError whenever the tool did not succeed; `errorResult` turns that into channels.
+ */
+export async function invokeTool(tool: Tool, input: unknown, options: InvokeOptions): Promise<ToolCallResult> {
+  const impl = toolInternals(tool, "invokeTool: tool");
+  const opts = checkOptions(options);
+  const { ctx, hooks } = opts;
+  const pinned = tool.hasResultViews ? opts.pinnedResultView : undefined;
+  const ref = refOf(tool);
+  let stage: PostErrorEvent["stage"] = "input";
+  let sent: unknown = input;
+  let view: ResultView | undefined;
+  try {
+    let checked = checkInput(tool, impl, sent, pinned);
+    if (hooks?.preCall) {
+      stage = "pre_call";
+      let decision: unknown;
+      try {
+        decision = await hooks.preCall({
+          tool: ref,
+          input: sent as Record<string, unknown>,
+          has_result_views: tool.hasResultViews,
+          ...(pinned === undefined ? {} : { pinned_result_view: pinned }),
+          ctx,
+        });
+      } catch (err) {
+        throw new ToolError("tool_denied", `tool "${tool.id}" call denied: its preCall hook failed: ${messageOf(err)}`, { reason: "hook_failed", cause: err });
+      }
+      if (decision !== undefined && decision !== null) {
+        if (!isPlainObject(decision)) {
+          throw new ToolError("tool_denied", `tool "${tool.id}" call denied: its preCall hook returned ${describeValue(decision)}; expected nothing, { deny } or { input }`, { reason: "hook_failed" });
+        }
+        if (decision.deny !== undefined) {
+          const reason = typeof decision.reason === "string" && decision.reason !== "" ? decision.reason : "hook_denied";
+          throw new ToolError("tool_denied", `tool "${tool.id}" call denied: ${textOf(decision.deny)}`, { reason });
+        }
+        if (decision.input !== undefined) {
+          stage = "input";
+          sent = decision.input;
+          checked = checkInput(tool, impl, sent, pinned);
+        }
+      }
+    }
+    view = checked.view;
+    if (ctx.signal.aborted) {
+      throw new ToolError("tool_aborted", `tool "${tool.id}" was cancelled before it ran`);
+    }
+    stage = "execute";
+    let returned: unknown;
+    try {
+      returned = await impl.execute(checked.args, ctx);
+    } catch (err) {
+      if (err instanceof ToolError) throw err;
+      if (ctx.signal.aborted) throw new ToolError("tool_aborted", `tool "${tool.id}" was cancelled: ${messageOf(err)}`, { cause: err });
+      throw new ToolError("tool_failed", messageOf(err), { cause: err });
+    }
+    stage = "output";
+    const wrapped = asToolResult(returned);
+    let record = wrapped ? wrapped.output : returned;
+    const overrides: Overrides = {};
+    if (wrapped && wrapped.modelOutput !== undefined) overrides.modelOutput = { value: wrapped.modelOutput };
+    if (wrapped && Object.hasOwn(wrapped, "details")) overrides.details = { value: wrapped.details };
+    let result = buildChannels(tool, impl, record, view, overrides, opts.outputBudget, opts.development);
+    if (hooks?.postCall) {
+      let decision: unknown;
+      try {
+        decision = await hooks.postCall({
+          tool: ref,
+          input: sent as Record<string, unknown>,
+          has_result_views: tool.hasResultViews,
+          ...(view === undefined ? {} : { result_view: view }),
+          record,
+          result,
+          ctx,
+        });
+      } catch (err) {
+        result.warnings = [...(result.warnings ?? []), `tool "${tool.id}" postCall hook failed: ${messageOf(err)}`];
+        decision = undefined;
+      }
+      if (isPlainObject(decision) && (decision.record !== undefined || decision.modelOutput !== undefined)) {
+        // Model text and details built from the unredacted record must not survive a redaction.
+        const next: Overrides = {};
+        if (decision.record !== undefined) {
+          record = decision.record;
+        } else {
+          if (overrides.modelOutput) next.modelOutput = overrides.modelOutput;
+          if (overrides.details) next.details = overrides.details;
+        }
+        if (decision.modelOutput !== undefined) next.modelOutput = { value: decision.modelOutput };
+        result = buildChannels(tool, impl, record, view, next, opts.outputBudget, opts.development);
+      }
+    }
+    return result;
+  } catch (err) {
+    const error = err instanceof ToolError ? err : new ToolError("tool_failed", messageOf(err), { cause: err });
+    if (hooks?.postError) {
+      try {
+        await hooks.postError({
+          tool: ref,
+          input: sent,
+          has_result_views: tool.hasResultViews,
+          ...(view === undefined ? {} : { result_view: view }),
+          stage,
+          error,
+          ctx,
+        });
+      } catch {
+        // The call already failed; a failing observer must not replace the error the caller needs.
+      }
+    }
+    throw error;
+  }
+}

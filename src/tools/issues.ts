@@ -1,0 +1,57 @@
+import type * as zc from "zod/v4/core";
+import { describeValue } from "./errors.js";
+
+/** `a.b[0].c`: the path a model would write to reach the field. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const segment of path) {
+    if (typeof segment === "number") out += `[${segment}]`;
+    else if (typeof segment === "string" && /^[A-Za-z_$][A-Za-z0-9_$]*$/.test(segment)) out += out === "" ? segment : `.${segment}`;
+    else out += `[${JSON.stringify(String(segment))}]`;
+  }
+  return out;
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let current = root;
+  for (const segment of path) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<PropertyKey, unknown>)[segment as string];
+  }
+  return current;
+}
+
+function describeIssue(issue: zc.$ZodIssue, root: unknown): string {
+  const received = valueAt(root, issue.path);
+  switch (issue.code) {
+    case "invalid_type":
+      return received === undefined
+        ? `is required: expected ${issue.expected}, received undefined`
+        : `must be ${issue.expected}, received ${describeValue(received)}`;
+    case "invalid_value":
+      return `must be ${issue.values.length === 1 ? "" : "one of "}${issue.values.map((v) => JSON.stringify(v) ?? String(v)).join(", ")}, received ${JSON.stringify(received) ?? describeValue(received)}`;
+    case "unrecognized_keys":
+      return `has unknown key${issue.keys.length === 1 ? "" : "s"} ${issue.keys.map((k) => JSON.stringify(k)).join(", ")}`;
+    case "invalid_union": {
+      const note = "note" in issue && typeof issue.note === "string" ? ` (${issue.note})` : "";
+      return `does not match any allowed shape${note}, received ${describeValue(received)}`;
+    }
+    default:
+      return `is invalid: ${issue.message}`;
+  }
+}
+
+const MAX_LISTED = 5;
+
+/**
+ * Issues as one line a model can act on: each names the field, what was expected and what was
+ * received. `subject` is how the value is introduced, e.g. `tool "x" input`.
+ */
+export function formatIssues(subject: string, issues: readonly zc.$ZodIssue[], root: unknown): string {
+  const parts = issues.slice(0, MAX_LISTED).map((issue) => {
+    const at = formatPath(issue.path);
+    return `${subject}${at === "" ? "" : ` "${at}"`} ${describeIssue(issue, root)}`;
+  });
+  if (issues.length > MAX_LISTED) parts.push(`and ${issues.length - MAX_LISTED} more problem${issues.length - MAX_LISTED === 1 ? "" : "s"}`);
+  return parts.join("; ");
+}

@@ -1,0 +1,85 @@
+import { boundText, DEFAULT_OUTPUT_BUDGET, validateBudget } from "./budget.js";
+import { describeValue, messageOf, ToolError } from "./errors.js";
+import { isPlainObject } from "./json.js";
+import { toolInternals, type Tool } from "./define.js";
+import type { ToolCallResult, ToolResult } from "./types.js";
+
+const TOOL_RESULT = Symbol.for("codemode-runtime.toolResult");
+
+/**
+ * Wraps a record with its own model text and/or details. A plain object `{ output, modelOutput }`
+ * is recognised too; this helper is for records that might look like one (e.g. only `output`).
+ */
+export function toolResult<R>(output: R, extra: { modelOutput?: string; details?: unknown } = {}): ToolResult<R> {
+  if (!isPlainObject(extra)) throw new TypeError(`toolResult: "extra" must be an object { modelOutput?, details? }, received ${describeValue(extra)}`);
+  if (extra.modelOutput !== undefined && typeof extra.modelOutput !== "string") {
+    throw new TypeError(`toolResult: "modelOutput" must be a string, received ${describeValue(extra.modelOutput)}`);
+  }
+  const result: ToolResult<R> = { output };
+  if (extra.modelOutput !== undefined) result.modelOutput = extra.modelOutput;
+  if (Object.hasOwn(extra, "details")) result.details = extra.details;
+  Object.defineProperty(result, TOOL_RESULT, { value: true, enumerable: false });
+  return result;
+}
+
+/**
+ * Whether `execute` returned a ToolResult rather than a bare record. A bare `{ output }` stays a
+ * record: a ToolResult without modelOutput or details would mean nothing, while records with an
+ * `output` field are common (command tools, task output).
+ */
+export function asToolResult(value: unknown): ToolResult<unknown> | undefined {
+  if (!isPlainObject(value)) return undefined;
+  if ((value as Record<symbol, unknown>)[TOOL_RESULT] === true) return value as unknown as ToolResult<unknown>;
+  if (!Object.hasOwn(value, "output")) return undefined;
+  const keys = Object.keys(value);
+  if (keys.length < 2 || !keys.every((k) => k === "output" || k === "modelOutput" || k === "details")) return undefined;
+  return value as unknown as ToolResult<unknown>;
+}
+
+/**
+ * The `isError` result a model sees for a failed call: the message as text and, for programs and
+ * hosts, `{ error: { code, reason?, message } }`.
+ */
+export function errorResult(err: unknown, options: { outputBudget?: number } = {}): ToolCallResult {
+  const budget = validateBudget(options?.outputBudget, "errorResult: options.outputBudget");
+  const code = err instanceof ToolError ? err.code : "tool_failed";
+  const message = messageOf(err);
+  const error: Record<string, unknown> = { code };
+  if (err instanceof ToolError && err.reason !== undefined) error.reason = err.reason;
+  error.message = message;
+  return {
+    content: [{ type: "text", text: boundText(message, budget).text }],
+    structuredContent: { error },
+    isError: true,
+  };
+}
+
+/**
+ * What `await tools.x(args)` resolves to in a program: `structuredContent` for tools that declare
+ * an output (or views), the text otherwise. A result flagged `isError` becomes a thrown ToolError
+ * so a program can never mistake a failure for data.
+ */
+export function guestValue(tool: Tool, result: ToolCallResult): unknown {
+  toolInternals(tool, "guestValue: tool");
+  if (!isPlainObject(result) || !Array.isArray(result.content)) {
+    throw new TypeError(`guestValue: "result" must be a ToolCallResult { content: [...] }, received ${describeValue(result)}`);
+  }
+  const text = result.content.map((block) => (block && typeof block.text === "string" ? block.text : "")).join("\n");
+  if (result.isError === true) {
+    const error = isPlainObject(result.structuredContent) ? result.structuredContent.error : undefined;
+    if (isPlainObject(error) && typeof error.code === "string" && /^[a-z][a-z0-9_]*$/.test(error.code)) {
+      const reason = typeof error.reason === "string" && error.reason !== "" ? error.reason : undefined;
+      throw new ToolError(error.code, typeof error.message === "string" ? error.message : text, reason ? { reason } : undefined);
+    }
+    throw new ToolError("tool_failed", text === "" ? `tool "${tool.id}" failed` : text);
+  }
+  if (tool.hasOutput) {
+    if (!isPlainObject(result.structuredContent)) {
+      throw new TypeError(`guestValue: tool "${tool.id}" declares an output, so "result.structuredContent" must be an object, received ${describeValue(result.structuredContent)}`);
+    }
+    return result.structuredContent;
+  }
+  return text;
+}
+
+export { DEFAULT_OUTPUT_BUDGET };

@@ -1,0 +1,111 @@
+import type { ToolError } from "./errors.js";
+
+/** What a tool's `execute` receives besides its input. `signal` is the caller's own, untouched. */
+export interface ToolContext {
+  signal: AbortSignal;
+  callId: string;
+  runId: string;
+  depth: number;
+  taskId?: string;
+}
+
+export interface TextContent {
+  type: "text";
+  text: string;
+}
+
+/** The three channels of one call (SPEC §6): `content` for the model, `details` for a UI, `structuredContent` for programs. */
+export interface ToolCallResult {
+  content: TextContent[];
+  structuredContent?: Record<string, unknown>;
+  details?: unknown;
+  isError?: boolean;
+  /** Fail-soft problems met while building the channels (e.g. a `toModelOutput` that threw). */
+  warnings?: string[];
+}
+
+export type ResultView = "compact" | "full";
+export const RESULT_VIEWS: readonly ResultView[] = ["compact", "full"];
+
+/** What `execute` may return instead of the bare record, to carry its own model text or details. */
+export interface ToolResult<R> {
+  output: R;
+  modelOutput?: string;
+  details?: unknown;
+}
+
+/** How hooks see a tool: enough to match on, nothing to call. */
+export interface ToolRef {
+  id: string;
+  name: string;
+  namespace?: string;
+}
+
+export interface PreCallEvent {
+  tool: ToolRef;
+  /** The input as sent, `result_view` included. */
+  input: Record<string, unknown>;
+  has_result_views: boolean;
+  /** Present only for tools with views whose caller fixed the view. */
+  pinned_result_view?: ResultView;
+  ctx: ToolContext;
+}
+
+/**
+ * `deny` stops the call (the tool does not run); `input` replaces the input, `result_view`
+ * included, and is validated again.
+ */
+export type PreCallDecision = void | undefined | { deny: string; reason?: string } | { input: Record<string, unknown> };
+
+export interface PostCallEvent {
+  tool: ToolRef;
+  input: Record<string, unknown>;
+  has_result_views: boolean;
+  /** Present only for tools with views. */
+  result_view?: ResultView;
+  /** The full record `execute` returned, before any projection. */
+  record: unknown;
+  /** The channels built from that record. */
+  result: ToolCallResult;
+  ctx: ToolContext;
+}
+
+/**
+ * Returning `record` replaces the record (e.g. redaction): every channel is rebuilt from it, so
+ * the model never sees what the hook removed. `modelOutput` replaces the model text.
+ */
+export type PostCallDecision = void | undefined | { record?: unknown; modelOutput?: string };
+
+export interface PostErrorEvent {
+  tool: ToolRef;
+  input: unknown;
+  has_result_views: boolean;
+  result_view?: ResultView;
+  /** Which step failed: the input check, the preCall hook, `execute`, or the output projection. */
+  stage: "input" | "pre_call" | "execute" | "output";
+  error: ToolError;
+  ctx: ToolContext;
+}
+
+export interface ToolHooks {
+  preCall?(event: PreCallEvent): PreCallDecision | Promise<PreCallDecision>;
+  postCall?(event: PostCallEvent): PostCallDecision | Promise<PostCallDecision>;
+  postError?(event: PostErrorEvent): void | Promise<void>;
+}
+
+export interface ToolDescriptorView {
+  schema: Record<string, unknown>;
+  digest: string;
+}
+
+/** SPEC §6 descriptor, as `tool_info` returns it. */
+export interface ToolDescriptor {
+  id: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+  output_schema?: Record<string, unknown>;
+  output_schema_digest?: string;
+  output_views?: { compact: ToolDescriptorView; full: ToolDescriptorView };
+}
+
+export type MaybePromise<T> = T | Promise<T>;
