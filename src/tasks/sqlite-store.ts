@@ -108,17 +108,19 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   outputSize(id: string): number {
+    const path = this.logPath(id);
     try {
-      return statSync(this.logPath(id)).size;
+      return statSync(path).size;
     } catch {
       return 0;
     }
   }
 
   readOutput(id: string, start: number, end: number): Buffer {
+    const path = this.logPath(id);
     let fd: number;
     try {
-      fd = openSync(this.logPath(id), "r");
+      fd = openSync(path, "r");
     } catch {
       return Buffer.alloc(0);
     }

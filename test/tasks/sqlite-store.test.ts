@@ -1,0 +1,148 @@
+import { describe, it, expect, afterAll } from "vitest";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import Database from "better-sqlite3";
+import { AgentRegistry, TaskHost, sqliteTaskStore, createTaskStore, currentOwner, type TaskRecord } from "../../src/tasks/index.js";
+import { compileTasksForChild } from "./helpers/compile.js";
+
+const cleanup: string[] = [];
+const pids: number[] = [];
+afterAll(() => {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  for (const dir of cleanup) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  cleanup.push(d);
+  return d;
+}
+
+const echoAgents = () =>
+  new AgentRegistry({ dirs: [], agents: [{ name: "echo", description: "d", driver: "function", run: async ({ task }) => `echo ${task}` }] });
+
+describe("SqliteTaskStore", () => {
+  it("persists records and output logs across store instances", async () => {
+    const dir = tempDir("store-");
+    const host = new TaskHost({ store: sqliteTaskStore(dir), agents: echoAgents() });
+    const rec = await host.spawn({ agent: "echo", task: "héllo" });
+    await host.close();
+    host.store.close();
+
+    const again = new TaskHost({ store: createTaskStore({ dataDir: dir }), agents: echoAgents() });
+    expect(again.get(rec.id)).toStrictEqual(rec);
+    const page = again.output(rec.id);
+    expect([page.output, page.outputBytes, page.truncated, page.preview]).toStrictEqual(["echo héllo", 11, false, "echo héllo"]);
+    expect(again.store.outputPath(rec.id)).toBe(join(dir, "tasks", `${rec.id}.log`));
+    const db = new Database(join(dir, "tasks.db"), { readonly: true });
+    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+    db.close();
+    again.store.close();
+  });
+
+  it("lists the most recent matches oldest first, with the total", async () => {
+    const dir = tempDir("store-");
+    const host = new TaskHost({ store: sqliteTaskStore(dir), agents: echoAgents() });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await host.spawn({ agent: "echo", task: `t${i}` })).id);
+    const page = host.list({ limit: 2 });
+    expect([page.records.map((r) => r.id), page.total]).toStrictEqual([ids.slice(3), 5]);
+    expect(host.list({ status: ["failed"] })).toStrictEqual({ records: [], total: 0 });
+    host.store.close();
+  });
+
+  it("only the owner (status and owner compare-and-set) can move a record", () => {
+    const dir = tempDir("store-");
+    const store = sqliteTaskStore(dir);
+    const owner = currentOwner();
+    const rec: TaskRecord = {
+      id: "01ARZ3NDEKTSV4RRFFQ69G5FAV", agent: "a", driver: "function", task: "t", label: "t", depth: 1, background: true,
+      cwd: "/", status: "running", owner, createdAt: 1, outputBytes: 0,
+    };
+    store.insert(rec);
+    expect(store.replace({ ...rec, status: "failed" }, { status: "running", owner: { pid: 1, startTime: "proc:1" } })).toBe(false);
+    expect(store.replace({ ...rec, status: "failed" }, { status: "queued", owner })).toBe(false);
+    expect(store.replace({ ...rec, status: "failed" }, { status: "running", owner })).toBe(true);
+    expect(store.get(rec.id)!.status).toBe("failed");
+    expect(() => store.readOutput("../etc/passwd", 0, 10)).toThrow('"task_id" must be a 26-character ULID, got the string "../etc/passwd"');
+    store.close();
+  });
+});
+
+describe("a host killed with SIGKILL", () => {
+  it("leaves its tasks to be marked lost by the next host, output kept, live hosts never reaped", async () => {
+    const dataDir = tempDir("killed-");
+    const build = compileTasksForChild();
+    cleanup.push(build);
+    // The command child prints its pid, then ticks; once its host is gone a write fails and it exits.
+    const talker = `process.stdout.write("pid " + process.pid + " é\\n"); setInterval(() => process.stdout.write("tick\\n"), 100);`;
+    const hostScript = join(build, "host.mjs");
+    writeFileSync(
+      hostScript,
+      `import { TaskHost, AgentRegistry, sqliteTaskStore } from "./tasks/index.js";
+const agents = new AgentRegistry({ dirs: [], agents: [
+  { name: "talker", description: "d", driver: "command", command: [process.execPath, "-e", ${JSON.stringify(talker)}] },
+  { name: "echo", description: "d", driver: "function", run: async () => "finished before the crash" },
+] });
+const host = new TaskHost({ store: sqliteTaskStore(process.argv[2]), agents, maxRunning: 2 });
+const done = await host.spawn({ agent: "echo", task: "done" });
+const a = await host.spawn({ agent: "talker", task: "a", background: true });
+const b = await host.spawn({ agent: "talker", task: "b", background: true });
+const c = await host.spawn({ agent: "talker", task: "c", background: true });
+while (host.store.outputSize(a.id) === 0 || host.store.outputSize(b.id) === 0) await new Promise((r) => setTimeout(r, 20));
+console.log(JSON.stringify({ done: done.id, running: [a.id, b.id], queued: c.id }));
+setInterval(() => {}, 1000);
+`,
+    );
+    const child: ChildProcess = spawn(process.execPath, [hostScript, dataDir], { stdio: ["ignore", "pipe", "inherit"] });
+    pids.push(child.pid!);
+    const line = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: child.stdout! }).once("line", resolve);
+      child.once("exit", (code) => reject(new Error(`host child exited early with ${code}`)));
+    });
+    const ids = JSON.parse(line) as { done: string; running: string[]; queued: string };
+
+    // A second host on the same data dir while the first is alive: nothing of the first is reaped.
+    const live = new TaskHost({ store: sqliteTaskStore(dataDir), agents: echoAgents() });
+    expect(live.reapLost()).toStrictEqual([]);
+    expect(live.list({ status: ["running", "queued"] }).total).toBe(3);
+    await expect(live.stop(ids.running[0]!)).rejects.toThrow(
+      `task ${ids.running[0]} is run by another host (pid ${child.pid}); stop it from that host, or wait until it ends`,
+    );
+    live.store.close();
+
+    const exited = new Promise((r) => child.once("exit", r));
+    child.kill("SIGKILL");
+    await exited;
+
+    const next = new TaskHost({ store: sqliteTaskStore(dataDir), agents: echoAgents() });
+    const byId = new Map(next.list().records.map((r) => [r.id, r]));
+    for (const id of ids.running) {
+      const r = byId.get(id)!;
+      expect([r.status, r.lostReason, Object.hasOwn(r, "usage")]).toStrictEqual(["lost", "host_exited_while_running", false]);
+      expect(r.errorMessage).toBe(
+        `the host (pid ${child.pid}) exited while the task was running; its output so far is kept — read it with ptc_task_output, or spawn the task again`,
+      );
+      const out = next.output(id).output;
+      const pid = Number(/^pid (\d+) é\n/.exec(out)![1]);
+      pids.push(pid);
+    }
+    const q = byId.get(ids.queued)!;
+    expect([q.status, q.lostReason, q.errorMessage]).toStrictEqual(["lost", "lost_on_restart", `the host (pid ${child.pid}) exited before the task started; spawn it again`]);
+    const d = byId.get(ids.done)!;
+    expect([d.status, d.exitCode, next.output(ids.done).output]).toStrictEqual(["succeeded", 0, "finished before the crash"]);
+    const db = new Database(join(dataDir, "tasks.db"), { readonly: true });
+    expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
+    db.close();
+    next.store.close();
+  });
+});
