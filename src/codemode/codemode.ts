@@ -1,0 +1,229 @@
+// `createCodemode()`: the library's front door. It owns the sandbox engine, the tool set (the
+// host's tools plus the runtime's own), per-session stores, and turns every program outcome into
+// a RunResult. It rejects only for misuse of the API.
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { SandboxEngine } from "../engine/engine.js";
+import {
+  describeTool,
+  errorResult,
+  invokeTool,
+  renderDeclarations,
+  toIdentifier,
+  toolInfoTool,
+  toTool,
+  ToolError,
+  type ResultView,
+  type Tool,
+  type ToolCallResult,
+  type ToolDescriptor,
+  type ToolHooks,
+} from "../tools/index.js";
+import { checkLimits, describe, mergeLimits, type Limits } from "./limits.js";
+import { executeRun } from "./run.js";
+import type { RunResult } from "./run-result.js";
+import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
+
+export interface CodemodeOptions {
+  /** Host tools: `defineTool(...)` results or plain `{ name, description, execute }` objects. */
+  tools?: readonly unknown[];
+  /** Directory for spilled output and (with tasks) the task database; absent: a temp dir and in-memory stores. */
+  dataDir?: string;
+  cwd?: string;
+  limits?: Partial<Limits>;
+  hooks?: ToolHooks;
+  /** Check every view projection against the compact ⊆ full rule at run time. */
+  development?: boolean;
+  /** Sandbox worker threads: at most `max` runs at once (default 16), `min` kept warm (default 1). */
+  workers?: { max?: number; min?: number };
+}
+
+export interface RunOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Runs of one session share `store`/`load` values and may share a WASM instance; others never do. */
+  session?: string;
+  /** Default `result_view` for calls to tools with views that do not choose one. */
+  resultView?: ResultView;
+  limits?: Partial<Limits>;
+}
+
+/** What the runtime needs to run a program on behalf of a task (script agents). */
+export interface InternalRunOptions extends RunOptions {
+  depth?: number;
+  taskId?: string;
+  globals?: Record<string, unknown>;
+  /** Restrict the program to these tool paths. */
+  allowTools?: (path: string, tool: Tool) => boolean;
+}
+
+const DEFAULT_SESSION = "default";
+const SESSION_PATTERN = /^[\w.:@-]{1,200}$/;
+
+export class Codemode {
+  private closed = false;
+  private readonly sessions = new Map<string, Map<string, string>>();
+  private readonly hostTools: Tool[] = [];
+  private readonly runtimeTools: Tool[] = [];
+  private toolPaths = new Map<string, Tool>();
+
+  /** @internal use createCodemode() */
+  constructor(
+    private readonly engine: SandboxEngine,
+    private readonly limits: Limits,
+    private readonly options: CodemodeOptions,
+    private readonly spillDir: string,
+  ) {}
+
+  /** @internal */
+  addTools(tools: readonly Tool[], kind: "host" | "runtime"): void {
+    (kind === "host" ? this.hostTools : this.runtimeTools).push(...tools);
+    const paths = new Map<string, Tool>();
+    for (const tool of this.toolList()) {
+      if (tool.name === RUN_CODE_TOOL) continue; // a program does not start programs; it spawns subagents
+      const path = toolPath(tool);
+      const clash = paths.get(path);
+      if (clash) throw new TypeError(`options.tools: two tools are reached as tools.${path} ("${clash.id}" and "${tool.id}"); rename one`);
+      paths.set(path, tool);
+    }
+    this.toolPaths = paths;
+  }
+
+  /** @internal every tool a model can call, the runtime's own first. */
+  toolList(): Tool[] {
+    return [...this.runtimeTools, ...this.hostTools];
+  }
+
+  /** Descriptors of every tool a model can call, the runtime's own included. */
+  get tools(): ToolDescriptor[] {
+    return this.toolList().map(describeTool);
+  }
+
+  async run(code: string, options: RunOptions = {}): Promise<RunResult> {
+    return this.runInternal(code, checkRunOptions(options, "options"));
+  }
+
+  /** @internal the same as run(), for the runtime's own callers (script agents, ptc_run_code). */
+  async runInternal(code: string, options: InternalRunOptions): Promise<RunResult> {
+    this.assertOpen();
+    if (typeof code !== "string") throw new TypeError(`code must be a string of JavaScript, got ${describe(code)}`);
+    const limits = mergeLimits(this.limits, options.limits ?? {}, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
+    const session = options.session ?? DEFAULT_SESSION;
+    let store = this.sessions.get(session);
+    if (!store) this.sessions.set(session, (store = new Map()));
+    let tools: ReadonlyMap<string, Tool> = this.toolPaths;
+    if (options.allowTools) {
+      const allowed = new Map<string, Tool>();
+      for (const [path, tool] of this.toolPaths) if (options.allowTools(path, tool)) allowed.set(path, tool);
+      tools = allowed;
+    }
+    return executeRun(
+      { engine: this.engine, tools, hooks: this.options.hooks, development: this.options.development ?? false, spillDir: this.spillDir, store },
+      {
+        code,
+        limits,
+        session,
+        signal: options.signal,
+        resultView: options.resultView,
+        depth: options.depth ?? 0,
+        taskId: options.taskId,
+        globals: options.globals ?? {},
+      },
+    );
+  }
+
+  /** Call a tool directly, as a model would, and get its three channels. Failures are `isError` results. */
+  async callTool(name: string, input: unknown = {}, options: { signal?: AbortSignal } = {}): Promise<ToolCallResult> {
+    this.assertOpen();
+    if (typeof name !== "string") throw new TypeError(`name must be a tool name string, got ${describe(name)}`);
+    const tool = this.toolList().find((candidate) => candidate.id === name || candidate.name === name);
+    if (!tool) {
+      return errorResult(new ToolError("tool_not_found", `no tool named "${name}"; available: ${this.toolList().map((t) => t.id).join(", ")}`));
+    }
+    try {
+      const controller = new AbortController();
+      const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+      const result = await invokeTool(tool, input, {
+        ctx: { signal, callId: `direct:${Date.now().toString(36)}`, runId: "direct", depth: 0 },
+        hooks: this.options.hooks,
+        outputBudget: this.limits.outputBudget,
+        development: this.options.development ?? false,
+      });
+      // A program that failed is an error result for the model, though the tool itself worked.
+      if (tool.name === RUN_CODE_TOOL && (result.structuredContent as { status?: string } | undefined)?.status === "error") result.isError = true;
+      return result;
+    } catch (error) {
+      return errorResult(error, { outputBudget: this.limits.outputBudget });
+    }
+  }
+
+  /** TypeScript declarations of the `tools` namespace a program sees, for a model's prompt. */
+  declarations(options: { budgetBytes?: number } = {}): string {
+    return renderDeclarations([...this.toolPaths.values()], options);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.engine.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error("this codemode instance is closed; create a new one with createCodemode()");
+  }
+}
+
+export function toolPath(tool: Tool): string {
+  return tool.namespace ? `${toIdentifier(tool.namespace)}.${toIdentifier(tool.name)}` : toIdentifier(tool.name);
+}
+
+export async function createCodemode(options: CodemodeOptions = {}): Promise<Codemode> {
+  if (options === null || typeof options !== "object") throw new TypeError(`options must be an object, got ${describe(options)}`);
+  const limits = mergeLimits(checkLimits(options.limits, "options.limits"));
+  if (options.tools !== undefined && !Array.isArray(options.tools)) throw new TypeError(`options.tools must be an array of tools, got ${describe(options.tools)}`);
+  const tools = (options.tools ?? []).map((tool, index) => {
+    try {
+      return toTool(tool);
+    } catch (error) {
+      throw new TypeError(`options.tools[${index}]: ${(error as Error).message}`);
+    }
+  });
+  for (const key of ["dataDir", "cwd"] as const) {
+    if (options[key] !== undefined && (typeof options[key] !== "string" || options[key] === "")) {
+      throw new TypeError(`options.${key} must be a non-empty path string, got ${describe(options[key])}`);
+    }
+  }
+  const workers = options.workers ?? {};
+  for (const key of ["max", "min"] as const) {
+    const value = workers[key];
+    if (value !== undefined && (!Number.isInteger(value) || value < (key === "max" ? 1 : 0) || value > 256)) {
+      throw new RangeError(`options.workers.${key} must be an integer from ${key === "max" ? 1 : 0} to 256, got ${describe(value)}`);
+    }
+  }
+  const spillDir = options.dataDir ? join(resolve(options.dataDir), "spill") : join(tmpdir(), "codemode-spill");
+  const engine = new SandboxEngine({ maxWorkers: workers.max, minWorkers: workers.min, defaultMemoryBytes: limits.memoryBytes });
+  await engine.start();
+  const cm = new Codemode(engine, limits, options, spillDir);
+  cm.addTools([toolInfoTool(() => cm.toolList())], "runtime");
+  cm.addTools(tools, "host");
+  // Last, so its description can carry the declarations of every tool a program can reach.
+  cm.addTools([runCodeTool(cm, cm.declarations())], "runtime");
+  return cm;
+}
+
+function checkRunOptions(options: RunOptions, where: string): InternalRunOptions {
+  if (options === null || typeof options !== "object") throw new TypeError(`${where} must be an object, got ${describe(options)}`);
+  const known = new Set(["timeoutMs", "signal", "session", "resultView", "limits"]);
+  for (const key of Object.keys(options)) {
+    if (!known.has(key)) throw new TypeError(`${where}.${key} is not a run option; known: ${[...known].join(", ")}`);
+  }
+  if (options.timeoutMs !== undefined) checkLimits({ timeoutMs: options.timeoutMs }, where);
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new TypeError(`${where}.signal must be an AbortSignal, got ${describe(options.signal)}`);
+  if (options.session !== undefined && (typeof options.session !== "string" || !SESSION_PATTERN.test(options.session))) {
+    throw new TypeError(`${where}.session must be 1–200 characters of letters, digits, "_", ".", ":", "@" or "-", got ${describe(options.session)}`);
+  }
+  if (options.resultView !== undefined && options.resultView !== "compact" && options.resultView !== "full") {
+    throw new TypeError(`${where}.resultView must be "compact" or "full", got ${describe(options.resultView)}`);
+  }
+  return { ...options, limits: checkLimits(options.limits, `${where}.limits`) };
+}

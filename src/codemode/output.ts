@@ -1,0 +1,154 @@
+// What a program prints with `text()`, held to the output budget.
+//
+// Everything is kept in memory while it fits the budget. Past it, the full text goes to a spill
+// file (appended as it arrives, so a flood never sits in memory) and only a head and a tail are
+// kept for the model, joined by a marker that says how much was cut and where the rest is.
+import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { join } from "node:path";
+
+export interface RenderedOutput {
+  text: string;
+  truncated: boolean;
+  totalBytes: number;
+  fullOutputPath?: string;
+}
+
+export class OutputCollector {
+  private parts: string[] = [];
+  private bytes = 0;
+  private head = "";
+  private tail = "";
+  private spillFd: number | undefined;
+  private spillPath: string | undefined;
+  private spilledBytes = 0;
+  private spillCut = false;
+  private overflowed = false;
+
+  constructor(
+    private readonly budget: number,
+    private readonly spillDir: string,
+    private readonly runId: string,
+    private readonly maxSpillBytes: number,
+  ) {}
+
+  get totalBytes(): number {
+    return this.bytes;
+  }
+
+  /** Each `text()` call is one block; blocks are separated by newlines. */
+  append(chunks: readonly string[]): void {
+    for (const chunk of chunks) {
+      const piece = this.bytes === 0 && this.parts.length === 0 && !this.overflowed ? chunk : "\n" + chunk;
+      const size = Buffer.byteLength(piece);
+      this.bytes += size;
+      if (!this.overflowed) {
+        this.parts.push(piece);
+        if (this.bytes <= this.budget) continue;
+        this.overflow();
+      } else {
+        this.keepTail(piece);
+        this.spill(piece);
+      }
+    }
+  }
+
+  private overflow(): void {
+    this.overflowed = true;
+    const all = this.parts.join("");
+    this.parts = [];
+    this.head = all.slice(0, this.budget);
+    this.tail = "";
+    this.keepTail(all);
+    this.spill(all);
+  }
+
+  private keepTail(piece: string): void {
+    const keep = this.budget;
+    this.tail = piece.length >= keep ? piece.slice(piece.length - keep) : (this.tail + piece).slice(-keep);
+  }
+
+  private spill(piece: string): void {
+    if (this.spillCut) return;
+    try {
+      if (this.spillFd === undefined) {
+        mkdirSync(this.spillDir, { recursive: true });
+        this.spillPath = join(this.spillDir, `${this.runId}.txt`);
+        this.spillFd = openSync(this.spillPath, "w");
+      }
+      const room = this.maxSpillBytes - this.spilledBytes;
+      const buffer = Buffer.from(piece);
+      if (buffer.length > room) {
+        writeSync(this.spillFd, buffer.subarray(0, Math.max(0, room)));
+        this.spilledBytes += Math.max(0, room);
+        this.spillCut = true;
+        return;
+      }
+      writeSync(this.spillFd, buffer);
+      this.spilledBytes += buffer.length;
+    } catch {
+      // A spill that cannot be written must not fail the run; the marker says the file is missing.
+      this.spillCut = true;
+    }
+  }
+
+  close(): void {
+    if (this.spillFd !== undefined) {
+      closeSync(this.spillFd);
+      this.spillFd = undefined;
+    }
+  }
+
+  /** The model-visible text within `room` bytes. */
+  render(room: number): RenderedOutput {
+    this.close();
+    if (!this.overflowed && this.bytes <= room) {
+      return { text: this.parts.join(""), truncated: false, totalBytes: this.bytes };
+    }
+    const full = this.overflowed ? undefined : this.parts.join("");
+    if (full !== undefined) {
+      this.spill(full);
+      this.close();
+    }
+    const where = this.spillPath
+      ? `full output: ${this.spillPath}${this.spillCut ? `, cut at ${this.maxSpillBytes} bytes` : ""}`
+      : "the full output could not be saved";
+    const headSource = full ?? this.head;
+    const tailSource = full ?? this.tail;
+    // Size the marker with the largest count it could state, then split the rest 60/40.
+    const markerFor = (cut: number) => `\n\n[… ${cut} of ${this.bytes} bytes of output cut; ${where} …]\n\n`;
+    const markerBytes = Buffer.byteLength(markerFor(this.bytes));
+    const available = Math.max(0, room - markerBytes);
+    const head = takeHead(headSource, Math.floor(available * 0.6));
+    const tail = takeTail(tailSource, available - Buffer.byteLength(head));
+    const cut = this.bytes - Buffer.byteLength(head) - Buffer.byteLength(tail);
+    return { text: head + markerFor(cut) + tail, truncated: true, totalBytes: this.bytes, fullOutputPath: this.spillPath };
+  }
+}
+
+/** The longest prefix of `text` that is at most `bytes` UTF-8 bytes, never splitting a character. */
+export function takeHead(text: string, bytes: number): string {
+  if (bytes <= 0) return "";
+  if (Buffer.byteLength(text) <= bytes) return text;
+  let slice = text.slice(0, bytes);
+  while (Buffer.byteLength(slice) > bytes) slice = slice.slice(0, slice.length - Math.max(1, Math.ceil((Buffer.byteLength(slice) - bytes) / 3)));
+  return dropLoneSurrogate(slice, "end");
+}
+
+/** The longest suffix of `text` that is at most `bytes` UTF-8 bytes, never splitting a character. */
+export function takeTail(text: string, bytes: number): string {
+  if (bytes <= 0) return "";
+  if (Buffer.byteLength(text) <= bytes) return text;
+  let slice = text.slice(Math.max(0, text.length - bytes));
+  while (Buffer.byteLength(slice) > bytes) slice = slice.slice(Math.max(1, Math.ceil((Buffer.byteLength(slice) - bytes) / 3)));
+  return dropLoneSurrogate(slice, "start");
+}
+
+function dropLoneSurrogate(text: string, side: "start" | "end"): string {
+  if (text.length === 0) return text;
+  if (side === "end") {
+    const last = text.charCodeAt(text.length - 1);
+    return last >= 0xd800 && last <= 0xdbff ? text.slice(0, -1) : text;
+  }
+  const first = text.charCodeAt(0);
+  return first >= 0xdc00 && first <= 0xdfff ? text.slice(1) : text;
+}

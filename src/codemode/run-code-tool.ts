@@ -1,0 +1,47 @@
+// `ptc_run_code`: running a program offered as an ordinary tool, so a host can hand codemode to a
+// model directly or over MCP. Its description states the binding contract and the declarations of
+// every tool a program can reach, so a model never has to guess a result shape.
+import { z } from "zod";
+import { defineTool, type Tool } from "../tools/index.js";
+import type { Codemode } from "./codemode.js";
+
+export const RUN_CODE_TOOL = "ptc_run_code";
+
+const runOutput = z.object({
+  status: z.enum(["ok", "error"]),
+  value: z.unknown().optional(),
+  error: z
+    .object({
+      kind: z.enum(["syntax", "exception", "timeout", "memory", "stack", "call_limit", "aborted", "sandbox"]),
+      message: z.string(),
+      line: z.number().int().optional(),
+      column: z.number().int().optional(),
+    })
+    .optional(),
+  tool_calls: z.number().int(),
+  duration_ms: z.number(),
+});
+
+export const BINDING_CONTRACT = `Run a JavaScript program in a sandbox (QuickJS: no file system, network, require or import).
+Top-level await works; \`return\` ends the program with a value.
+- \`await tools.<name>(args)\` calls a tool: it resolves to the tool's structured result (the types below) or, for tools without an output type, its text; a failure rejects with an Error whose name, code and message say what failed.
+- Only \`text(value)\` output reaches you (strings as is, other values as JSON); console.* goes to logs. Print only what you need.
+- \`store(key, value)\` / \`load(key)\` keep JSON values between runs of the same session; \`sleep(ms)\`, setTimeout/clearTimeout work.
+- Unawaited tool calls are cancelled when the program ends.`;
+
+export function runCodeTool(cm: Codemode, declarations: string): Tool {
+  return defineTool({
+    name: RUN_CODE_TOOL,
+    description: `${BINDING_CONTRACT}\n\nTools a program can call:\n${declarations}`,
+    input: z.object({
+      code: z.string().min(1).describe("The JavaScript program"),
+      timeout_ms: z.number().int().min(1).max(600_000).optional().describe("Wall-clock deadline (default 30000)"),
+      session: z.string().regex(/^[\w.:@-]{1,200}$/).optional().describe("Runs of one session share store()/load()"),
+    }),
+    output: runOutput,
+    execute: async (input, ctx) => {
+      const result = await cm.runInternal(input.code, { timeoutMs: input.timeout_ms, session: input.session, signal: ctx.signal, depth: ctx.depth, taskId: ctx.taskId });
+      return { output: result.structuredContent, modelOutput: result.content.map((block) => block.text).join("\n"), details: result.details };
+    },
+  });
+}

@@ -1,0 +1,205 @@
+// One program run from the host's side: dispatching the program's tool calls (with the in-flight
+// limit and FIFO queue), collecting output, console and stores, cancelling what is left at the
+// end, and building the RunResult.
+import { randomUUID } from "node:crypto";
+import type { SandboxEngine } from "../engine/engine.js";
+import type { ConsoleLine, DoneMessage } from "../engine/protocol.js";
+import { guestError, guestValue, invokeTool, ToolError, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
+import { engineLimits, type Limits } from "./limits.js";
+import { OutputCollector } from "./output.js";
+import { buildRunResult, type CallRecord, type RunResult } from "./run-result.js";
+import { parseGuestJson } from "./guest-json.js";
+
+/** Calls listed in `details.calls`; past it they are counted. */
+const CALL_RECORDS = 200;
+const ARGS_PREVIEW = 200;
+const CONSOLE_LINES = 500;
+
+export interface RunEnvironment {
+  engine: SandboxEngine;
+  /** Tools as the program reaches them, by path ("name" or "namespace.name"). */
+  tools: ReadonlyMap<string, Tool>;
+  hooks?: ToolHooks;
+  development: boolean;
+  spillDir: string;
+  /** The session's stored values (JSON strings), updated as the program stores. */
+  store: Map<string, string>;
+}
+
+export interface RunSettings {
+  code: string;
+  limits: Limits;
+  session: string;
+  signal?: AbortSignal;
+  resultView?: ResultView;
+  depth: number;
+  taskId?: string;
+  globals: Record<string, unknown>;
+}
+
+interface CallState {
+  record: CallRecord;
+  controller: AbortController;
+  started: number;
+  finished: boolean;
+  tool?: Tool;
+  argsJson: string;
+}
+
+export async function executeRun(env: RunEnvironment, settings: RunSettings): Promise<RunResult> {
+  const runId = randomUUID();
+  const started = performance.now();
+  const { limits } = settings;
+  const output = new OutputCollector(limits.outputBudget, env.spillDir, runId, limits.maxSpillBytes);
+  const consoleLines: ConsoleLine[] = [];
+  const calls = new Map<number, CallState>();
+  const records: CallRecord[] = [];
+  const warnings: string[] = [];
+  const queue: CallState[] = [];
+  let callCount = 0;
+  let running = 0;
+  let ended = false;
+
+  const handle = env.engine.run(
+    {
+      type: "run",
+      runId,
+      code: settings.code,
+      session: settings.session,
+      limits: engineLimits(limits),
+      deadline: 0,
+      tools: [...env.tools.keys()],
+      globals: settings.globals,
+      store: Object.fromEntries(env.store),
+    },
+    {
+      onCall(callId, path, argsJson) {
+        callCount++;
+        const record: CallRecord = { id: callId, tool: path, args: preview(argsJson), status: "ok", durationMs: 0 };
+        if (records.length < CALL_RECORDS) records.push(record);
+        const state: CallState = { record, controller: new AbortController(), started: 0, finished: false, tool: env.tools.get(path), argsJson };
+        calls.set(callId, state);
+        if (running < limits.maxInFlight) start(state, callId);
+        else queue.push(state);
+      },
+      onFlush(text, lines) {
+        if (text.length) output.append(text);
+        for (const line of lines) if (consoleLines.length < CONSOLE_LINES) consoleLines.push(line);
+      },
+      onStore(key, json) {
+        if (json === undefined) env.store.delete(key);
+        else env.store.set(key, json);
+      },
+    },
+  );
+
+  function start(state: CallState, callId: number): void {
+    running++;
+    state.started = performance.now();
+    void runCall(state).then(
+      (value) => finish(state, callId, true, value),
+      (error) => finish(state, callId, false, error),
+    );
+  }
+
+  async function runCall(state: CallState): Promise<string> {
+    const tool = state.tool;
+    if (!tool) throw new ToolError("tool_not_found", `tools.${state.record.tool} is not bound`);
+    let input = parseGuestJson(state.argsJson);
+    if (settings.resultView && tool.hasResultViews && input && typeof input === "object" && !Array.isArray(input) && !Object.hasOwn(input, "result_view")) {
+      input = { ...(input as Record<string, unknown>), result_view: settings.resultView };
+    }
+    const result = await invokeTool(tool, input, {
+      ctx: { signal: state.controller.signal, callId: `${runId}:${state.record.id}`, runId, depth: settings.depth, ...(settings.taskId ? { taskId: settings.taskId } : {}) },
+      hooks: env.hooks,
+      outputBudget: limits.outputBudget,
+      development: env.development,
+    });
+    // A result flagged as an error rejects in the program, like a thrown one.
+    const json = JSON.stringify(guestValue(tool, result) ?? null);
+    const bytes = Buffer.byteLength(json);
+    if (bytes > limits.maxCrossingBytes) {
+      throw new ToolError(
+        "crossing_limit",
+        `tools.${state.record.tool}() returned ${formatMiB(bytes)} of JSON; one value crossing the sandbox wall is limited to ${formatMiB(limits.maxCrossingBytes)}`,
+      );
+    }
+    return json;
+  }
+
+  function finish(state: CallState, callId: number, ok: boolean, payload: unknown): void {
+    if (state.finished) return;
+    state.finished = true;
+    running--;
+    state.record.durationMs = round(performance.now() - state.started);
+    if (ok) {
+      handle.settle(callId, true, payload as string);
+    } else {
+      const failure = guestError(payload);
+      state.record.status = ended ? "cancelled" : "error";
+      state.record.error = failure.message.length > ARGS_PREVIEW ? failure.message.slice(0, ARGS_PREVIEW) + "…" : failure.message;
+      handle.settle(callId, false, JSON.stringify(failure));
+    }
+    const next = queue.shift();
+    if (next) start(next, next.record.id);
+  }
+
+  const onAbort = () => handle.abort();
+  if (settings.signal) {
+    if (settings.signal.aborted) handle.abort();
+    else settings.signal.addEventListener("abort", onAbort, { once: true });
+  }
+
+  let done: DoneMessage;
+  try {
+    done = await handle.done;
+  } finally {
+    settings.signal?.removeEventListener("abort", onAbort);
+  }
+  ended = true;
+
+  // Whatever the program left running is cancelled: its signal fires and the receipt says so.
+  for (const state of calls.values()) {
+    if (state.finished) continue;
+    state.finished = true;
+    state.record.status = "cancelled";
+    state.record.durationMs = state.started ? round(performance.now() - state.started) : 0;
+    state.controller.abort(new Error("the program ended before this call finished"));
+    warnings.push(`tools.${state.record.tool}(${state.record.args}) was still pending and was cancelled — missing await?`);
+  }
+  queue.length = 0;
+
+  let value: unknown;
+  let hasValue = false;
+  if (done.valueJson !== undefined) {
+    value = JSON.parse(done.valueJson);
+    hasValue = true;
+  }
+  return buildRunResult({
+    runId,
+    ok: done.ok,
+    value,
+    hasValue,
+    error: done.error,
+    durationMs: round(performance.now() - started),
+    calls: records,
+    callCount,
+    callsOmitted: Math.max(0, callCount - records.length),
+    console: consoleLines,
+    warnings: [...done.warnings, ...warnings],
+    output,
+    outputBudget: limits.outputBudget,
+  });
+}
+
+function preview(json: string): string {
+  return json.length > ARGS_PREVIEW ? json.slice(0, ARGS_PREVIEW) + "…" : json;
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 100) / 100;
+}
+
+function formatMiB(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
