@@ -455,7 +455,8 @@ export class TaskHost {
       status = "canceled";
     } else if (result.exitCode !== 0) {
       status = "failed";
-      error = result.error ?? live.errors.at(-1) ?? `exited with code ${result.exitCode}`;
+      // What the child said went wrong beats a bare exit status.
+      error = live.errors.at(-1) ?? result.error ?? `exited with code ${result.exitCode}`;
     } else if (live.errors.length > 0) {
       status = "failed";
       error = `exited 0 after reporting an error: ${live.errors.at(-1)}`;
