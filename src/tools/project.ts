@@ -1,5 +1,5 @@
 import * as zc from "zod/v4/core";
-import { isPlainObject, jsonClone, setKey } from "./json.js";
+import { jsonClone, setKey } from "./json.js";
 
 /**
  * Projection of a full record onto a view schema: keep exactly the keys the schema declares (at
@@ -28,6 +28,10 @@ export function isZodSchema(value: unknown): value is AnySchema {
 export function isZodObject(value: unknown): value is zc.$ZodObject {
   return isZodSchema(value) && defOf(value).type === "object";
 }
+
+// Class instances are read like JSON.stringify reads them: by their own enumerable keys.
+const isRecordLike = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === "object" && !Array.isArray(value) && !(value instanceof Date);
 
 const primitive: Projector = (value) => (typeof value === "number" && Object.is(value, -0) ? 0 : value === undefined ? undefined : typeof value === "object" ? jsonClone(value) : value);
 
@@ -81,7 +85,7 @@ function build(schema: AnySchema, cache: Map<AnySchema, Projector>): Projector {
     case "record": {
       let valueProjector: Projector | undefined;
       return (value) => {
-        if (!isPlainObject(value)) return jsonClone(value);
+        if (!isRecordLike(value)) return jsonClone(value);
         valueProjector ??= compile(def.valueType as AnySchema, cache);
         const out: Record<string, unknown> = {};
         for (const key of Object.keys(value)) {
@@ -185,7 +189,7 @@ function objectProjector(schema: zc.$ZodObject, cache: Map<AnySchema, Projector>
     catchall = extra && defOf(extra).type !== "never" ? compile(extra, cache) : null;
   };
   return (value) => {
-    if (!isPlainObject(value)) return jsonClone(value);
+    if (!isRecordLike(value)) return jsonClone(value);
     if (plan === undefined) prepare();
     const out: Record<string, unknown> = {};
     for (const { key, project, nullMeansAbsent } of plan!) {
@@ -207,7 +211,7 @@ function objectProjector(schema: zc.$ZodObject, cache: Map<AnySchema, Projector>
 }
 
 function merge(a: unknown, b: unknown): unknown {
-  if (!isPlainObject(a) || !isPlainObject(b)) return a === undefined ? b : a;
+  if (!isRecordLike(a) || !isRecordLike(b)) return a === undefined ? b : a;
   const out: Record<string, unknown> = { ...a };
   for (const key of Object.keys(b)) setKey(out, key, Object.hasOwn(out, key) ? merge(out[key], b[key]) : b[key]);
   return out;
