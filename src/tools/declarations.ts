@@ -176,39 +176,46 @@ export function renderDeclarations(tools: readonly Tool[], options: { budgetByte
     seen.set(key, tool);
     for (const segment of tool.path) if (!isIdentifier(segment)) throw new TypeError(`renderDeclarations: tools[${i}] path segment "${segment}" is not an identifier`);
   }
-
-  const full = new Map<Tool, string>();
-  const loose: Tool[] = [];
-  const header = "declare namespace tools {\n";
-  const footer = "}\n";
-  let used = Buffer.byteLength(header + footer);
-  // Loose lines of the tools not yet placed are reserved, so the fallback always fits.
-  const looseCost = (t: Tool) => Buffer.byteLength(looseTool(t, "    ")) + 2;
-  let reserve = tools.reduce((sum, t) => sum + looseCost(t), 0);
   for (const tool of tools) {
-    const text = renderTool(tool, tool.path.length === 1 ? "  " : "    ");
-    const cost = Buffer.byteLength(text) + (tool.path.length === 1 ? 0 : 64);
-    reserve -= looseCost(tool);
-    if (used + cost + reserve <= budget) {
-      full.set(tool, text);
-      used += cost;
-    } else {
-      loose.push(tool);
-      used += looseCost(tool);
-    }
+    const namespaceTool = tool.path.length > 1 ? seen.get(tool.path[0]!) : undefined;
+    if (namespaceTool) throw new TypeError(`renderDeclarations: tool "${namespaceTool.id}" and namespace "${tool.namespace}" both become tools.${tool.path[0]}; rename one`);
   }
 
-  const render = (list: Tool[], indent: string): string =>
-    list.map((t) => full.get(t) ?? looseTool(t, indent)).join("");
+  const rendered = tools.map((tool) => renderTool(tool, tool.path.length === 1 ? "  " : "    "));
   const grouped = group(tools);
-  let out = header;
-  if (loose.length > 0) {
-    out += `  // Over the declarations budget, declared by name only: ${loose.map((t) => `tools.${t.path.join(".")}`).join(", ")}.\n`;
-    out += `  // Call tool_info({ tool_id }) for their input and output schemas.\n`;
+  const assemble = (full: Set<Tool>): string => {
+    const body = (list: Tool[], indent: string): string =>
+      list.map((t) => (full.has(t) ? rendered[tools.indexOf(t)]! : looseTool(t, indent))).join("");
+    const loose = tools.filter((t) => !full.has(t));
+    let out = "declare namespace tools {\n";
+    if (loose.length > 0) {
+      out += `  // Over the declarations budget, declared by name only: ${loose.map((t) => `tools.${t.path.join(".")}`).join(", ")}.\n`;
+      out += "  // Call tool_info({ tool_id }) for their input and output schemas.\n";
+    }
+    out += body(grouped.tools, "  ");
+    for (const [ns, list] of grouped.namespaces) out += `  namespace ${ns} {\n${body(list, "    ")}  }\n`;
+    return `${out}}\n`;
+  };
+
+  // Greedy in the caller's order (it lists the tools that matter most first), then exact: drop the
+  // last full rendering until the assembled text fits.
+  const everything = new Set(tools);
+  const allText = assemble(everything);
+  if (Buffer.byteLength(allText) <= budget) return allText;
+  const baseline = Buffer.byteLength(assemble(new Set()));
+  const chosen: Tool[] = [];
+  let estimate = baseline;
+  tools.forEach((tool, i) => {
+    const extra = Buffer.byteLength(rendered[i]!) - Buffer.byteLength(looseTool(tool, tool.path.length === 1 ? "  " : "    "));
+    if (estimate + extra <= budget) {
+      chosen.push(tool);
+      estimate += extra;
+    }
+  });
+  let text = assemble(new Set(chosen));
+  while (Buffer.byteLength(text) > budget && chosen.length > 0) {
+    chosen.pop();
+    text = assemble(new Set(chosen));
   }
-  out += render(grouped.tools, "  ");
-  for (const [ns, list] of grouped.namespaces) {
-    out += `  namespace ${ns} {\n${render(list, "    ")}  }\n`;
-  }
-  return out + footer;
+  return text;
 }

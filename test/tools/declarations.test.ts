@@ -1,0 +1,125 @@
+import { describe, it, expect } from "vitest";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+import { defineTool, renderDeclarations, toTool, toolInfoTool, type Tool } from "../../src/tools/index.js";
+import { newCalls, sessionStatusTool, skillViewTool } from "./sample-tools.js";
+
+const TSC = resolve("node_modules/typescript/bin/tsc");
+
+function sampleTools(): Tool[] {
+  const tools: Tool[] = [
+    sessionStatusTool(newCalls()),
+    skillViewTool(newCalls()),
+    toTool({
+      name: "create-issue",
+      namespace: "github",
+      description: "Create an issue. Ends a comment */ early if not escaped.",
+      inputSchema: { type: "object", properties: { title: { type: "string" }, labels: { type: "array", items: { type: "string" } } }, required: ["title"] },
+      execute: () => "",
+    }),
+    defineTool({ name: "delete", description: "A reserved word as a name.", input: z.object({ "file-path": z.string() }), execute: () => "" }),
+  ];
+  tools.push(toolInfoTool(() => tools));
+  return tools;
+}
+
+describe("renderDeclarations", () => {
+  it("renders views as overloads with Input/Compact/Full types, single results inline, plain tools as text", () => {
+    const text = renderDeclarations(sampleTools());
+    expect(text.startsWith("declare namespace tools {\n")).toBe(true);
+    expect(text).toContain('  function session_status(args: session_status.Input & { result_view?: "compact" }): Promise<session_status.Compact>;\n');
+    expect(text).toContain('  function session_status(args: session_status.Input & { result_view: "full" }): Promise<session_status.Full>;\n');
+    expect(text).toContain('   * Resolves to the compact view; pass result_view: "full" for the full record.\n');
+    expect(text).toContain("      /** The session to read. */\n      session_id: string;\n");
+    expect(text).toContain("  /** Read one skill. */\n  function skill_view(args: {\n    skill: string;\n    max_lines?: number;\n  }): Promise<{\n    name: string;\n    lines: number;\n  }>;\n");
+    expect(text).toContain("  namespace github {\n");
+    expect(text).toContain("    function create_issue(args: {\n      title: string;\n      labels?: string[];\n    }): Promise<string>;\n");
+    expect(text).toContain("Ends a comment *\\/ early if not escaped.");
+    expect(text).toContain('  function delete_(args: {\n    "file-path": string;\n  }): Promise<string>;\n');
+  });
+
+  it("type-checks with tsc together with a correct program, and fails on a program that reads a field the compact view lacks", () => {
+    const dir = mkdtempSync(join(tmpdir(), "codemode-decl-"));
+    try {
+      writeFileSync(join(dir, "tools.d.ts"), renderDeclarations(sampleTools()));
+      writeFileSync(
+        join(dir, "pass.ts"),
+        [
+          "export async function main(): Promise<string> {",
+          '  const s = await tools.session_status({ session_id: "s" });',
+          "  const id: string = s.session.id;",
+          "  const generation: number | undefined = s.session.runtime.generation;",
+          '  const full = await tools.session_status({ session_id: "s", result_view: "full" });',
+          "  const policy: string[] = full.session.lineage.permission_policy.tools;",
+          '  const skill = await tools.skill_view({ skill: "k" });',
+          "  const lines: number = skill.lines;",
+          '  const created: string = await tools.github.create_issue({ title: "bug", labels: ["p1"] });',
+          '  const removed: string = await tools.delete_({ "file-path": "a.txt" });',
+          '  const info = await tools.tool_info({ tool_id: "skill_view" });',
+          "  const digest: string | undefined = info.tool.descriptor.output_schema_digest;",
+          "  return [id, generation, policy, lines, created, removed, digest].join();",
+          "}",
+          "",
+        ].join("\n"),
+      );
+      writeFileSync(
+        join(dir, "fail.ts"),
+        [
+          "export async function main(): Promise<string[]> {",
+          '  const s = await tools.session_status({ session_id: "s" });',
+          "  return s.session.lineage.permission_policy.tools;",
+          "}",
+          "",
+        ].join("\n"),
+      );
+      for (const name of ["pass", "fail"]) {
+        const compilerOptions = { noEmit: true, strict: true, target: "es2022", lib: ["es2022"], types: [], pretty: false };
+        writeFileSync(join(dir, `${name}.json`), JSON.stringify({ compilerOptions, files: ["tools.d.ts", `${name}.ts`] }));
+      }
+      const pass = spawnSync(process.execPath, [TSC, "-p", "pass.json"], { cwd: dir, encoding: "utf8" });
+      expect(pass.stdout + pass.stderr).toBe("");
+      expect(pass.status).toBe(0);
+      const fail = spawnSync(process.execPath, [TSC, "-p", "fail.json"], { cwd: dir, encoding: "utf8" });
+      expect(fail.status).not.toBe(0);
+      const errors = fail.stdout.trim().split("\n");
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatch(/^fail\.ts\(3,20\): error TS2339: Property 'lineage' does not exist on type '\{/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("over budget: renders what fits and declares the rest by name, within the budget", () => {
+    const tools = sampleTools();
+    const full = renderDeclarations(tools);
+    const budget = 1200;
+    const text = renderDeclarations(tools, { budgetBytes: budget });
+    expect(Buffer.byteLength(full)).toBeGreaterThan(budget);
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(budget);
+    expect(text).toContain("  // Over the declarations budget, declared by name only: tools.session_status, tools.tool_info.\n");
+    expect(text).toContain("  // Call tool_info({ tool_id }) for their input and output schemas.\n");
+    expect(text).toContain("  function session_status(args?: Record<string, unknown>): Promise<unknown>;\n");
+    expect(text).toContain("    function create_issue(args: {\n");
+    expect(text).toContain("  function tool_info(args?: Record<string, unknown>): Promise<unknown>;\n");
+    // So small that nothing fits in full: every tool is still declared by name.
+    const tiny = renderDeclarations(tools, { budgetBytes: 100 });
+    for (const fn of ["session_status", "skill_view", "delete_", "tool_info", "create_issue"]) {
+      expect(tiny).toContain(`function ${fn}(args?: Record<string, unknown>): Promise<unknown>;`);
+    }
+    expect(text).toContain("  /** Read one skill. */\n  function skill_view(args: {\n");
+  });
+
+  it("rejects tools whose identifiers collide, and a bad budget", () => {
+    const a = toTool({ name: "my-tool", description: "A.", execute: () => "" });
+    const b = toTool({ name: "my_tool", description: "B.", execute: () => "" });
+    expect(() => renderDeclarations([a, b])).toThrow(new TypeError('renderDeclarations: tools "my-tool" and "my_tool" both become tools.my_tool; rename one'));
+    const github = toTool({ name: "github", description: "G.", execute: () => "" });
+    const search = toTool({ name: "search", namespace: "github", description: "S.", execute: () => "" });
+    expect(() => renderDeclarations([github, search])).toThrow(new TypeError('renderDeclarations: tool "github" and namespace "github" both become tools.github; rename one'));
+    expect(() => renderDeclarations([a], { budgetBytes: 0 })).toThrow(new TypeError('renderDeclarations: "options.budgetBytes" must be a positive integer, received 0'));
+    expect(() => renderDeclarations([{} as Tool])).toThrow(new TypeError("renderDeclarations: tools[0] must be a tool created by defineTool() or toTool(), received object"));
+  });
+});
