@@ -84,7 +84,10 @@ export function guestError(err: unknown): GuestError {
   const name = err instanceof ToolError ? "ToolError" : err instanceof Error ? err.name : "ToolError";
   let message = messageOf(err);
   if (message.length > GUEST_MESSAGE_LIMIT) {
-    message = `…${message.slice(message.length - (GUEST_MESSAGE_LIMIT - 1))}`;
+    let tail = message.slice(message.length - (GUEST_MESSAGE_LIMIT - 1));
+    // Never start on the second half of a surrogate pair: that would be a broken character.
+    if (/^[\uDC00-\uDFFF]/.test(tail)) tail = tail.slice(1);
+    message = `…${tail}`;
   }
   const out: GuestError = { name, code, message };
   if (err instanceof ToolError && err.reason !== undefined) out.reason = err.reason;
