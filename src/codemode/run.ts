@@ -112,7 +112,8 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     const result = await invokeTool(tool, input, {
       ctx: { signal: state.controller.signal, callId: `${runId}:${state.record.id}`, runId, depth: settings.depth, ...(settings.taskId ? { taskId: settings.taskId } : {}) },
       hooks: env.hooks,
-      outputBudget: limits.outputBudget,
+      // The program, not the model, reads this result: the crossing limit bounds it, not the output budget.
+      outputBudget: Infinity,
       development: env.development,
     });
     // A result flagged as an error rejects in the program, like a thrown one.

@@ -263,6 +263,10 @@ export class GuestRun {
     }
     const name = info.name;
     const message = info.message ?? "";
+    // Out of memory, QuickJS may fail to build even its error object and throw null instead.
+    if (info.thrown && message === "null" && this.nearMemoryLimit()) {
+      return { kind: "memory", message: `out of memory: the program reached its ${formatBytes(this.request.limits.memoryBytes)} memory limit` };
+    }
     const kind = classify(name, message);
     const error: GuestError = { kind, message: name && !info.thrown ? `${name}: ${message}` : message };
     if (name) error.name = name;
@@ -272,6 +276,18 @@ export class GuestRun {
       error.column = position.column;
     }
     return error;
+  }
+
+  private nearMemoryLimit(): boolean {
+    const { instance, request } = this;
+    if (instance.memory.buffer.byteLength >= instance.maxPages * 65536 * 0.95) return true;
+    try {
+      const usage = this.runtime.computeMemoryUsage();
+      const dumped = this.context.dump(usage) as { malloc_size?: number };
+      return (dumped.malloc_size ?? 0) >= request.limits.memoryBytes * 0.9;
+    } catch {
+      return true;
+    }
   }
 
   // ---- the bridge ------------------------------------------------------------------------------
@@ -334,11 +350,11 @@ export class GuestRun {
     return deferred.handle;
   }
 
+  /** Reject at once; the promise handle is returned to the guest, which takes ownership of it. */
   private rejectNow(deferred: QuickJSDeferredPromise, payload: { name: string; code: string; message: string }): void {
     const value = this.context.newString(JSON.stringify(payload));
     deferred.reject(value);
     value.dispose();
-    deferred.dispose();
   }
 
   private appendText(text: string): void {
@@ -388,7 +404,6 @@ export class GuestRun {
       const error = this.context.newError({ name: "RangeError", message: `too many pending timers (limit ${this.request.limits.maxTimers} per run)` });
       deferred.reject(error);
       error.dispose();
-      deferred.dispose();
       return deferred.handle;
     }
     const key = guestId > 0 ? guestId : this.nextInternalTimer--;

@@ -1,0 +1,185 @@
+// Every limit of SPEC §5 crossed, each followed by a benign run on the same instance.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createCodemode, type Codemode, type RunResult } from "../../src/index.js";
+
+const TIMEOUT = 1000;
+const GiB = 1024 * 1024 * 1024;
+
+const echo = { name: "echo", description: "Answers with its input's size", execute: async (input: { s?: string }) => String(input.s?.length ?? 0) };
+const big = { name: "big", description: "Answers with n characters", execute: async (input: { n: number }) => "z".repeat(input.n) };
+
+let cm: Codemode;
+beforeAll(async () => {
+  cm = await createCodemode({ tools: [echo, big], limits: { timeoutMs: TIMEOUT } });
+});
+afterAll(async () => {
+  await cm.close();
+});
+
+afterEach(async () => {
+  // The next run after any failure works, and the host stays small.
+  const benign = await cm.run(`text("still fine"); return 1 + 1`);
+  expect(benign.structuredContent).toMatchObject({ status: "ok", value: 2 });
+  expect(benign.content[0].text).toBe("still fine");
+  expect(process.memoryUsage().rss).toBeLessThan(GiB);
+});
+
+function expectFailure(result: RunResult, kind: string, within = TIMEOUT + 1000): void {
+  expect(result.structuredContent.status).toBe("error");
+  expect(result.structuredContent.error?.kind).toBe(kind);
+  expect(result.isError).toBe(true);
+  expect(result.structuredContent.duration_ms).toBeLessThan(within);
+  expect(result.content[0].text.startsWith(`Script failed (${kind}): `)).toBe(true);
+}
+
+describe("deadline", () => {
+  it("stops a busy loop", async () => {
+    const result = await cm.run(`while (true) {}`);
+    expectFailure(result, "timeout");
+    expect(result.structuredContent.error?.message).toBe("the program ran past its 1000 ms deadline");
+  });
+
+  it("stops a microtask loop", async () => {
+    expectFailure(await cm.run(`for (;;) { await 0 }`), "timeout");
+  });
+
+  it("ends a wait that nothing can settle at once", async () => {
+    const result = await cm.run(`await new Promise(() => {})`);
+    expectFailure(result, "timeout", TIMEOUT);
+    expect(result.structuredContent.error?.message).toBe("the program is waiting for a promise that nothing can settle (no tool call, timer or job is pending)");
+  });
+
+  it("stops a program inside a long builtin by terminating its worker", async () => {
+    const result = await cm.run(`new Array(1e8).join("x")`);
+    // Either QuickJS refuses the size up front or the worker is terminated past the deadline.
+    expect(["timeout", "memory"]).toContain(result.structuredContent.error?.kind);
+    expect(result.structuredContent.duration_ms).toBeLessThan(TIMEOUT + 1000);
+  });
+
+  it("stops a sleep past the deadline and honours a per-run timeout", async () => {
+    const result = await cm.run(`await sleep(60_000)`, { timeoutMs: 200 });
+    expectFailure(result, "timeout", 1200);
+    expect(result.structuredContent.error?.message).toBe("the program ran past its 200 ms deadline");
+  });
+});
+
+describe("memory and stack", () => {
+  it("refuses a 512 MiB string", async () => {
+    expectFailure(await cm.run(`const s = 'x'.repeat(2 ** 29); text(s.length)`), "memory");
+  });
+
+  it("stops a doubling string", async () => {
+    expectFailure(await cm.run(`let s = "x"; for (;;) s += s;`), "memory");
+  });
+
+  it("caps typed arrays and many objects for real", async () => {
+    expectFailure(await cm.run(`const parts = []; for (let i = 0; i < 100; i++) parts.push(new Uint8Array(8 * 1024 * 1024)); text(parts.length)`), "memory");
+    expectFailure(await cm.run(`const a = []; for (;;) a.push({ i: a.length, s: "v" + a.length })`), "memory");
+  });
+
+  it("turns deep recursion into a catchable RangeError, then a stack failure", async () => {
+    const caught = await cm.run(`function f(n) { return f(n + 1) + 1 } try { f(0) } catch (e) { return e.name + ": " + e.message }`);
+    expect(caught.structuredContent.value).toBe("InternalError: stack overflow");
+    const result = await cm.run(`function f(n) { return n >= 1e6 ? n : f(n + 1) } f(0)`);
+    expectFailure(result, "stack");
+    expect(result.structuredContent.error).toMatchObject({ line: 1 });
+  });
+
+  it("honours a smaller per-run memory limit", async () => {
+    const result = await cm.run(`const a = new Uint8Array(20 * 1024 * 1024); return a.length`, { limits: { memoryBytes: 16 * 1024 * 1024 } });
+    expectFailure(result, "memory");
+  });
+});
+
+describe("calls and crossings", () => {
+  it("ends the run past 1,000 tool calls", async () => {
+    const result = await cm.run(`for (let i = 0; i < 2000; i++) await tools.echo({})`);
+    expectFailure(result, "call_limit");
+    expect(result.structuredContent.tool_calls).toBe(1000);
+    expect(result.structuredContent.error?.message).toBe("the program made more than 1000 tool calls (the per-run limit)");
+  });
+
+  it("ends the run past the limit even if the program swallows the rejection", async () => {
+    const result = await cm.run(`for (let i = 0; i < 20; i++) { try { await tools.echo({}) } catch {} } return "kept going"`, { limits: { maxToolCalls: 5 } });
+    expectFailure(result, "call_limit");
+  });
+
+  it("rejects a 20 MB argument before it reaches the tool", async () => {
+    const result = await cm.run(`try { await tools.echo({ s: "x".repeat(20 * 1024 * 1024) }) } catch (e) { return { name: e.name, code: e.code, message: e.message } }`);
+    expect(result.structuredContent.value).toStrictEqual({
+      name: "RangeError",
+      code: "crossing_limit",
+      message: "tools.echo(): the argument is 20.0 MiB of JSON; one value crossing the sandbox wall is limited to 8.0 MiB",
+    });
+    expect(result.structuredContent.tool_calls).toBe(0);
+  });
+
+  it("rejects a result over the crossing limit with a clear error", async () => {
+    const result = await cm.run(`try { await tools.big({ n: 9 * 1024 * 1024 }) } catch (e) { return { code: e.code, message: e.message } }`);
+    expect(result.structuredContent.value).toStrictEqual({
+      code: "crossing_limit",
+      message: "tools.big() returned 9.0 MiB of JSON; one value crossing the sandbox wall is limited to 8.0 MiB",
+    });
+  });
+
+  it("moves a 1 MB result into the guest", async () => {
+    const result = await cm.run(`const s = await tools.big({ n: 1024 * 1024 }); return s.length`);
+    expect(result.structuredContent.value).toBe(1024 * 1024);
+  });
+});
+
+describe("output and cancellation", () => {
+  it("truncates 100 MB of text() to the budget", async () => {
+    const result = await cm.run(`const chunk = "y".repeat(1024 * 1024); for (let i = 0; i < 100; i++) text(chunk)`, { timeoutMs: 20_000 });
+    expect(result.structuredContent.status).toBe("ok");
+    expect(Buffer.byteLength(result.content[0].text)).toBeLessThanOrEqual(40_000);
+    expect(result.content[0].text).toContain("bytes of output cut; full output:");
+  });
+
+  it("aborts through an AbortSignal, also inside a long builtin", async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    const waiting = await cm.run(`await sleep(10_000)`, { signal: controller.signal, timeoutMs: 10_000 });
+    expectFailure(waiting, "aborted");
+    const busy = new AbortController();
+    setTimeout(() => busy.abort(), 50);
+    const spinning = await cm.run(`while (true) {}`, { signal: busy.signal, timeoutMs: 10_000 });
+    expectFailure(spinning, "aborted");
+  });
+
+  it("aborts before the start when the signal is already aborted", async () => {
+    const result = await cm.run(`text("never")`, { signal: AbortSignal.abort() });
+    expectFailure(result, "aborted");
+  });
+});
+
+describe("soak", () => {
+  it("survives 2,000 mixed runs without host heap growth", { timeout: 240_000 }, async () => {
+    const programs = [
+      { code: `text("ok"); return 1`, options: {} },
+      { code: `throw new Error("boom")`, options: {} },
+      { code: `while (true) {}`, options: { timeoutMs: 30 } },
+      { code: `await sleep(1000)`, options: { abortAfter: 5 } },
+      { code: `await tools.echo({ s: "abc" }); return 2`, options: {} },
+      { code: `let s = "x"; for (;;) s += s;`, options: {} },
+    ];
+    const heap: number[] = [];
+    for (let i = 0; i < 2000; i++) {
+      const program = programs[i % programs.length];
+      let signal: AbortSignal | undefined;
+      if ("abortAfter" in program.options) {
+        const controller = new AbortController();
+        setTimeout(() => controller.abort(), program.options.abortAfter);
+        signal = controller.signal;
+      }
+      const result = await cm.run(program.code, { signal, timeoutMs: "timeoutMs" in program.options ? program.options.timeoutMs : undefined });
+      expect(result.structuredContent.error?.kind ?? "ok").not.toBe("sandbox");
+      if (i === 200 || i === 1999) {
+        global.gc?.();
+        heap.push(process.memoryUsage().heapUsed);
+      }
+    }
+    // A fixed bound: whatever one run leaves behind must not accumulate.
+    expect(heap[1] - heap[0]).toBeLessThan(64 * 1024 * 1024);
+  });
+});
