@@ -170,10 +170,25 @@ export function buildChannels(
   const bounded = boundText(text, budget);
   const result: ToolCallResult = { content: [{ type: "text", text: bounded.text }] };
   if (structured !== undefined) result.structuredContent = structured;
-  if (details !== undefined) result.details = details;
   if (bounded.truncated) warnings.push(`tool "${tool.id}" output was ${bounded.totalBytes} bytes; the model was sent the first part within the ${budget}-byte budget`);
-  if (warnings.length > 0) result.warnings = warnings;
+  if (warnings.length > 0) {
+    result.warnings = warnings;
+    details = withWarnings(details, warnings);
+  }
+  if (details !== undefined) result.details = details;
   return result;
+}
+
+/**
+ * SPEC §6 puts fail-soft warnings in `details`, where a UI looks. They join an object's own
+ * `warnings` list (a copy: the record stays as the tool returned it); details of another shape
+ * keep them only in `ToolCallResult.warnings`.
+ */
+function withWarnings(details: unknown, warnings: string[]): unknown {
+  if (!isPlainObject(details)) return details;
+  const existing = details.warnings;
+  if (existing !== undefined && !Array.isArray(existing)) return details;
+  return { ...details, warnings: [...(existing ?? []), ...warnings] };
 }
 
 function refOf(tool: Tool): ToolRef {
@@ -258,7 +273,9 @@ export async function invokeTool(tool: Tool, input: unknown, options: InvokeOpti
           ctx,
         });
       } catch (err) {
-        result.warnings = [...(result.warnings ?? []), `tool "${tool.id}" postCall hook failed: ${messageOf(err)}`];
+        const warning = `tool "${tool.id}" postCall hook failed: ${messageOf(err)}`;
+        result.warnings = [...(result.warnings ?? []), warning];
+        if (result.details !== undefined) result.details = withWarnings(result.details, [warning]);
         decision = undefined;
       }
       if (isPlainObject(decision) && (decision.record !== undefined || decision.modelOutput !== undefined)) {

@@ -408,11 +408,12 @@ describe("model output (seed 002)", () => {
       },
     });
     const result = await invokeTool(tool, { session_id: "s" }, { ctx: ctx() });
+    const warning = 'tool "session_status" toModelOutput failed (summary broke); the model was sent the JSON result instead';
     expect(result).toStrictEqual({
       content: [{ type: "text", text: JSON.stringify(COMPACT) }],
       structuredContent: COMPACT,
-      details: sampleRecord(),
-      warnings: ['tool "session_status" toModelOutput failed (summary broke); the model was sent the JSON result instead'],
+      details: { ...sampleRecord(), warnings: [warning] },
+      warnings: [warning],
     });
   });
 
@@ -438,9 +439,22 @@ describe("model output (seed 002)", () => {
     });
     expect(await invokeTool(throwing, {}, { ctx: ctx() })).toStrictEqual({
       content: [{ type: "text", text: '{"a":1}' }],
-      details: { a: 1 },
+      details: { a: 1, warnings: ['tool "detail_bug" toDetails failed (nope); details hold the record instead'] },
       warnings: ['tool "detail_bug" toDetails failed (nope); details hold the record instead'],
     });
+    const ownWarnings = defineTool({
+      name: "own_warnings",
+      description: "Details already carry warnings.",
+      input: z.object({}),
+      execute: () => ({ warnings: ["disk almost full"] }),
+      toModelOutput: () => {
+        throw new Error("x");
+      },
+    });
+    const record = { warnings: ["disk almost full"] };
+    const merged = await invokeTool(ownWarnings, {}, { ctx: ctx() });
+    expect(merged.details).toStrictEqual({ warnings: ["disk almost full", 'tool "own_warnings" toModelOutput failed (x); the model was sent the JSON result instead'] });
+    expect(record).toStrictEqual({ warnings: ["disk almost full"] });
   });
 
   it("a bare { output } record is a record, not a ToolResult", async () => {
@@ -606,6 +620,7 @@ describe("hooks", () => {
     });
     expect(result.structuredContent).toStrictEqual({ name: "k", lines: 12 });
     expect(result.warnings).toStrictEqual(['tool "skill_view" postCall hook failed: tracer down']);
+    expect(result.details).toStrictEqual({ name: "k", lines: 12, body: "not in the output schema", warnings: ['tool "skill_view" postCall hook failed: tracer down'] });
   });
 });
 
