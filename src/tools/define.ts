@@ -4,6 +4,7 @@ import { describeValue } from "./errors.js";
 import { toIdentifier } from "./identifiers.js";
 import { isPlainObject } from "./json.js";
 import { compileProjector, isZodObject, type Projector } from "./project.js";
+import { findSchemaKeyOutsideFull } from "./subset.js";
 import { jsonSchemaOf, RESULT_VIEW_PROPERTY, schemaView, type SchemaView } from "./schema.js";
 import type { MaybePromise, ResultView, ToolContext, ToolDescriptor, ToolResult } from "./types.js";
 
@@ -187,6 +188,8 @@ export function defineTool(def: unknown): Tool {
       compact: plan(zodObject(where, "views.compact", def.views.compact), "views.compact", "compact view"),
       full: plan(zodObject(where, "views.full", def.views.full), "views.full", "full view"),
     };
+    const outside = findSchemaKeyOutsideFull(views.compact.schema, views.full.schema);
+    if (outside) fail(where, `"views.compact" declares ${outside}, which "views.full" does not: every compact field must be in the full view at the same path`);
   }
 
   const inputJsonSchema = jsonSchemaOf(input, "input", `${where}: "input"`);

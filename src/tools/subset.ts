@@ -36,3 +36,45 @@ export function assertViewSubset(compact: unknown, full: unknown, path = "$"): v
     throw new Error(`compact view has ${JSON.stringify(compact) ?? String(compact)} at ${path}, the full view has ${JSON.stringify(full) ?? String(full)}`);
   }
 }
+
+type JsonSchema = Record<string, unknown>;
+
+// `T | null` is how zod writes nullable: look through it to the object or array underneath.
+function unwrapNullable(schema: unknown): JsonSchema | undefined {
+  if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return undefined;
+  const s = schema as JsonSchema;
+  if (Array.isArray(s.anyOf)) {
+    const rest = s.anyOf.filter((o) => !(o && typeof o === "object" && (o as JsonSchema).type === "null"));
+    return rest.length === 1 ? unwrapNullable(rest[0]) : undefined;
+  }
+  return s;
+}
+
+/**
+ * The definition-time half of the subset promise: every property the compact view's JSON Schema
+ * declares must be declared by the full view at the same path (or fall in an open part of it).
+ * Values can only be compared at run time (`assertViewSubset`); keys can be caught before any call.
+ * Returns the first offending path, or undefined.
+ */
+export function findSchemaKeyOutsideFull(compact: unknown, full: unknown, path = "$"): string | undefined {
+  const c = unwrapNullable(compact);
+  const f = unwrapNullable(full);
+  if (!c || !f) return undefined;
+  if (c.properties && typeof c.properties === "object") {
+    const fullProps = (f.properties && typeof f.properties === "object" ? f.properties : {}) as JsonSchema;
+    const open = f.additionalProperties !== undefined && f.additionalProperties !== false;
+    for (const [key, sub] of Object.entries(c.properties as JsonSchema)) {
+      const at = child(path, key);
+      if (Object.hasOwn(fullProps, key)) {
+        const found = findSchemaKeyOutsideFull(sub, fullProps[key], at);
+        if (found) return found;
+      } else if (!open) {
+        return at;
+      }
+    }
+  }
+  if (c.items && typeof c.items === "object" && f.items && typeof f.items === "object") {
+    return findSchemaKeyOutsideFull(c.items, f.items, `${path}[]`);
+  }
+  return undefined;
+}

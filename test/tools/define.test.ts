@@ -6,6 +6,17 @@ const input = z.object({ q: z.string() });
 const execute = () => "ok";
 
 describe("defineTool", () => {
+  it("accepts a compact view whose extra keys fall in an open part of the full view", () => {
+    const tool = defineTool({
+      name: "open_full",
+      description: "d",
+      input,
+      views: { compact: z.object({ meta: z.object({ a: z.string() }) }), full: z.object({ meta: z.looseObject({}) }) },
+      execute: () => ({ meta: { a: "x" } }),
+    });
+    expect(tool.hasResultViews).toBe(true);
+  });
+
   it("builds an immutable tool with its identity and flags", () => {
     const views = defineTool({
       name: "session-status",
@@ -49,6 +60,8 @@ describe("defineTool", () => {
     { name: "unknown view", def: { name: "a", description: "d", input, execute, views: { compact: z.object({}), full: z.object({}), tiny: z.object({}) } }, message: 'defineTool: "views" has unknown view "tiny"; expected "compact" and "full"' },
     { name: "views with own result_view input", def: { name: "a", description: "d", input: z.object({ result_view: z.string() }), execute, views: { compact: z.object({}), full: z.object({}) } }, message: 'defineTool: "input" must not declare "result_view": a tool with views gets that selector from the runtime' },
     { name: "unknown field", def: { name: "a", description: "d", input, execute, outputs: z.object({}) }, message: 'defineTool: unknown field "outputs"; expected one of "name", "namespace", "description", "input", "output", "views", "execute", "toModelOutput", "toDetails"' },
+    { name: "a compact view with a key the full view lacks", def: { name: "a", description: "d", input, execute, views: { compact: z.object({ s: z.object({ id: z.string(), secret: z.string() }) }), full: z.object({ s: z.object({ id: z.string() }) }) } }, message: 'defineTool: "views.compact" declares $.s.secret, which "views.full" does not: every compact field must be in the full view at the same path' },
+    { name: "a compact list item with a key the full item lacks", def: { name: "a", description: "d", input, execute, views: { compact: z.object({ rows: z.array(z.object({ x: z.number() })).nullable() }), full: z.object({ rows: z.array(z.object({ y: z.number() })).nullable() }) } }, message: 'defineTool: "views.compact" declares $.rows[].x, which "views.full" does not: every compact field must be in the full view at the same path' },
     { name: "output with no JSON form", def: { name: "a", description: "d", input, execute, output: z.object({ at: z.date() }) }, message: 'defineTool: "output" cannot be represented as JSON Schema: Date cannot be represented in JSON Schema' },
     { name: "view with a transform", def: { name: "a", description: "d", input, execute, views: { compact: z.object({ n: z.string().transform((s) => s.length) }), full: z.object({}) } }, message: 'defineTool: "views.compact" cannot be represented as JSON Schema: Transforms cannot be represented in JSON Schema' },
   ];

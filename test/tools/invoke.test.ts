@@ -107,11 +107,12 @@ describe("result views", () => {
   });
 
   it("development mode rejects a record whose compact view is not a subset of its full view", async () => {
+    // Both views declare `count` (so defineTool's key check passes), but only compact defaults it.
     const compact = z.object({ id: z.string(), count: z.number().default(0) });
-    const full = z.object({ id: z.string() });
+    const full = z.object({ id: z.string(), count: z.number().optional() });
     const tool = defineTool({
       name: "leaky",
-      description: "Compact adds a defaulted field the full view lacks.",
+      description: "Compact defaults a field the full view leaves out.",
       input: z.object({}),
       views: { compact, full },
       execute: () => ({ id: "a" }),
