@@ -15,6 +15,7 @@ export {
   PREVIEW_BYTES,
   SMALL_OUTPUT_BYTES,
   previewString,
+  headPreview,
 } from "./output.js";
 export {
   AgentRegistry,

@@ -1,0 +1,254 @@
+import { z } from "zod";
+import { defineTool, ToolError, type Tool, type ToolContext } from "../tools/index.js";
+import { TaskError, TaskHost, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type TaskRecord } from "../tasks/index.js";
+import {
+  detailRecord,
+  readOnlyTierSchema,
+  reportChannelSchema,
+  reportSchema,
+  statusSchema,
+  taskRecordSchema,
+  toSnake,
+  usageLine,
+  usageSchema,
+  type SnakeRecord,
+} from "./records.js";
+
+export { toSnake, usageLine, taskRecordSchema, type SnakeRecord } from "./records.js";
+
+/** How much of a foreground child's output its model-facing text carries (the tail). */
+const FOREGROUND_TEXT_BYTES = 8 * 1024;
+
+/** Task failures keep their code (task_not_found, task_depth_exceeded…) for programs to branch on. */
+function rethrow(err: unknown): never {
+  if (err instanceof TaskError) throw new ToolError(err.code, err.message);
+  throw err;
+}
+
+async function guarded<T>(fn: () => T | Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    rethrow(err);
+  }
+}
+
+function headline(r: SnakeRecord): string {
+  let s = `Task ${r.id} (agent ${r.agent}, depth ${r.depth}) is ${r.status}`;
+  if (r.exit_code !== undefined) s += `, exit code ${r.exit_code}`;
+  if (r.error_message !== undefined) s += `: ${r.error_message}`;
+  if (r.lost_reason !== undefined) s += ` [${r.lost_reason}]`;
+  return s;
+}
+
+function reportText(report: SnakeRecord["report"]): string[] {
+  if (!report) return [];
+  const lines = [`report: ${report.summary}`];
+  for (const f of report.findings) lines.push(`- ${f.what} (${f.evidence})`);
+  if (report.files_touched.length) lines.push(`files touched: ${report.files_touched.join(", ")}`);
+  return lines;
+}
+
+export function ptcSubagentTool(host: TaskHost): Tool {
+  const compact = z.object({
+    task_id: z.string().optional().describe("Only for a background spawn: poll it with ptc_task_output"),
+    status: statusSchema.describe("Background: running or queued. Foreground: succeeded"),
+    exit_code: z.number().int().optional().describe("Only for a foreground spawn"),
+    report_channel: reportChannelSchema,
+    read_only_tier: readOnlyTierSchema.optional(),
+    report: reportSchema.optional(),
+    usage: usageSchema.optional().describe("Host-measured; absent on a background handle"),
+  });
+  type Out = z.input<typeof compact> & { task: SnakeRecord; output_tail?: string };
+  return defineTool({
+    name: "ptc_subagent",
+    description:
+      "Spawn a subagent on a task. Foreground (default) waits and returns its result; background: true returns a task_id at once (status running or queued) to poll with ptc_task_output. A failed foreground child rejects with its task id.",
+    input: z.object({
+      agent: z.string().min(1).describe("Agent name"),
+      task: z.string().min(1).describe("What the subagent should do"),
+      background: z.boolean().optional(),
+      label: z.string().optional().describe("Short label for task lists"),
+      model: z.string().optional(),
+      cwd: z.string().optional(),
+    }),
+    views: { compact, full: compact.extend({ task: taskRecordSchema }) },
+    execute: (input, ctx: ToolContext) =>
+      guarded(async () => {
+        const rec = await host.spawn(
+          { ...input, background: input.background ?? false },
+          { depth: ctx.depth, signal: ctx.signal, ...(ctx.taskId !== undefined ? { parentTaskId: ctx.taskId } : {}) },
+        );
+        return subagentRecord(host, rec);
+      }),
+    toModelOutput: (r: Out) => {
+      if (r.task_id !== undefined) {
+        return [
+          `Started background task ${r.task_id} (agent ${r.task.agent}), status ${r.status}. Poll it with ptc_task_output({ task_id: "${r.task_id}" }).`,
+          usageLine(undefined),
+        ].join("\n");
+      }
+      const lines = [headline(r.task), usageLine(r.usage), ...reportText(r.report)];
+      if (r.output_tail) lines.push("", r.output_tail);
+      return lines.join("\n");
+    },
+    toDetails: (r: Out) => ({ task: detailRecord(host, fromSnakeId(host, r.task.id)) }),
+  });
+}
+
+function fromSnakeId(host: TaskHost, id: string): TaskRecord {
+  return host.get(id)!;
+}
+
+function subagentRecord(host: TaskHost, rec: TaskRecord) {
+  const task = toSnake(rec);
+  if (rec.background) {
+    return {
+      task_id: rec.id,
+      status: rec.status,
+      report_channel: "none" as const,
+      ...(rec.readOnlyTier ? { read_only_tier: rec.readOnlyTier } : {}),
+      task,
+    };
+  }
+  const page = host.output(rec.id);
+  const tail = Buffer.from(page.output, "utf8");
+  const outputTail = tail.length > FOREGROUND_TEXT_BYTES ? `…${tail.subarray(tail.length - FOREGROUND_TEXT_BYTES).toString("utf8").replace(/^\uFFFD+/, "")}` : page.output;
+  return {
+    status: rec.status,
+    exit_code: rec.exitCode ?? 0,
+    report_channel: rec.reportChannel ?? "none",
+    ...(rec.readOnlyTier ? { read_only_tier: rec.readOnlyTier } : {}),
+    ...(rec.report ? { report: structuredClone(rec.report) } : {}),
+    ...(rec.usage ? { usage: { ...rec.usage } } : {}),
+    task,
+    output_tail: outputTail,
+  };
+}
+
+export function ptcTaskListTool(host: TaskHost): Tool {
+  const row = z.object({
+    id: z.string(),
+    status: statusSchema,
+    agent: z.string(),
+    depth: z.number().int(),
+    label: z.string(),
+    output_bytes: z.number().int().optional().describe("Absent until the task wrote output"),
+    error_message: z.string().optional().describe("Present only when the task had an error"),
+  });
+  const compact = z.object({ tasks: z.array(row), count: z.number().int().describe("How many tasks match (tasks holds the most recent `limit`)") });
+  const full = z.object({ tasks: z.array(taskRecordSchema), count: z.number().int() });
+  type Out = { tasks: SnakeRecord[]; count: number };
+  return defineTool({
+    name: "ptc_task_list",
+    description: `List subagent tasks, oldest first (the most recent \`limit\`, default ${DEFAULT_LIST_LIMIT}), optionally filtered by status.`,
+    input: z.object({
+      status: z.array(statusSchema).optional().describe('e.g. ["running", "queued"]'),
+      limit: z.number().int().min(1).max(MAX_LIST_LIMIT).optional(),
+    }),
+    views: { compact, full },
+    execute: (input) =>
+      guarded(() => {
+        const page = host.list({ ...(input.status ? { status: input.status } : {}), limit: input.limit ?? DEFAULT_LIST_LIMIT });
+        return { tasks: page.records.map(toSnake), count: page.total };
+      }),
+    toModelOutput: (r: Out) => {
+      const head = `${r.count} task${r.count === 1 ? "" : "s"}${r.count > r.tasks.length ? ` (showing the last ${r.tasks.length})` : ""}`;
+      return [
+        head,
+        ...r.tasks.map(
+          (t) => `${t.id} ${t.status} ${t.agent} depth=${t.depth} "${t.label}" ${t.output_bytes ?? 0}B${t.error_message ? ` error: ${t.error_message}` : ""}`,
+        ),
+      ].join("\n");
+    },
+    toDetails: (r: Out) => ({ tasks: r.tasks.map((t) => detailRecord(host, host.get(t.id)!)), count: r.count }),
+  });
+}
+
+export function ptcTaskOutputTool(host: TaskHost): Tool {
+  const compact = z.object({
+    task_id: z.string(),
+    status: statusSchema.describe("The task's current status"),
+    output: z.string().describe("Output from since_bytes, tail-truncated at 50 KB / 2,000 lines"),
+    output_bytes: z.number().int().describe("Total bytes of output so far: the next since_bytes"),
+    output_preview: z.string().optional().describe("Head of the output (≤ 2,048 bytes), only for small outputs"),
+    output_truncated: z.boolean(),
+    output_full_path: z.string().optional().describe("The full log, when output was truncated"),
+    report_channel: reportChannelSchema.optional(),
+    read_only_tier: readOnlyTierSchema.optional(),
+    report: reportSchema.optional(),
+    usage: usageSchema.optional().describe("Host-measured; present on succeeded, failed and canceled tasks"),
+  });
+  type Out = z.input<typeof compact> & { task: SnakeRecord };
+  return defineTool({
+    name: "ptc_task_output",
+    description: "Read a task's output (from since_bytes, a UTF-8 byte offset such as the output_bytes of the previous read), its current status, report and usage.",
+    input: z.object({ task_id: z.string().min(1), since_bytes: z.number().int().min(0).optional() }),
+    views: { compact, full: compact.extend({ task: taskRecordSchema }) },
+    execute: (input) =>
+      guarded(() => {
+        const page = host.output(input.task_id, input.since_bytes === undefined ? {} : { sinceBytes: input.since_bytes });
+        const r = page.record;
+        return {
+          task_id: r.id,
+          status: r.status,
+          output: page.output,
+          output_bytes: page.outputBytes,
+          ...(page.preview !== undefined ? { output_preview: page.preview } : {}),
+          output_truncated: page.truncated,
+          ...(page.fullPath !== undefined ? { output_full_path: page.fullPath } : {}),
+          ...(r.reportChannel ? { report_channel: r.reportChannel } : {}),
+          ...(r.readOnlyTier ? { read_only_tier: r.readOnlyTier } : {}),
+          ...(r.report ? { report: structuredClone(r.report) } : {}),
+          ...(r.usage ? { usage: { ...r.usage } } : {}),
+          task: toSnake(r),
+        };
+      }),
+    toModelOutput: (r: Out) => {
+      const lines = [headline(r.task), usageLine(r.usage), ...reportText(r.report)];
+      if (r.output_truncated) lines.push(`[output cut to its last ${Buffer.byteLength(r.output)} bytes of ${r.output_bytes}; full log: ${r.output_full_path}]`);
+      lines.push("", r.output);
+      return lines.join("\n");
+    },
+    toDetails: (r: Out) => ({ task: detailRecord(host, host.get(r.task_id)!), outputBytes: r.output_bytes, outputTruncated: r.output_truncated }),
+  });
+}
+
+export function ptcTaskStopTool(host: TaskHost): Tool {
+  const compact = z.object({
+    task_id: z.string(),
+    status: statusSchema.describe("Status after the stop (canceled)"),
+    from_status: statusSchema,
+    stop_reason: z.string().optional(),
+  });
+  type Out = z.input<typeof compact> & { task: SnakeRecord };
+  return defineTool({
+    name: "ptc_task_stop",
+    description: "Stop a queued or running task (SIGTERM, then SIGKILL after a grace period); the tasks it spawned are stopped too.",
+    input: z.object({ task_id: z.string().min(1), reason: z.string().optional() }),
+    views: { compact, full: compact.extend({ task: taskRecordSchema }) },
+    execute: (input) =>
+      guarded(async () => {
+        const { record, fromStatus } = await host.stop(input.task_id, input.reason);
+        return {
+          task_id: record.id,
+          status: record.status,
+          from_status: fromStatus,
+          ...(record.stopReason !== undefined ? { stop_reason: record.stopReason } : {}),
+          task: toSnake(record),
+        };
+      }),
+    toModelOutput: (r: Out) =>
+      [
+        `Stopped task ${r.task_id} (agent ${r.task.agent}): ${r.from_status} → ${r.status}${r.stop_reason ? ` (${r.stop_reason})` : ""}`,
+        usageLine(r.task.usage),
+      ].join("\n"),
+    toDetails: (r: Out) => ({ task: detailRecord(host, host.get(r.task_id)!), fromStatus: r.from_status }),
+  });
+}
+
+/** The four task tools over one host. */
+export function ptcTools(host: TaskHost): Tool[] {
+  if (!(host instanceof TaskHost)) throw new TypeError(`ptcTools: "host" must be a TaskHost, received ${host === null ? "null" : typeof host}`);
+  return [ptcSubagentTool(host), ptcTaskListTool(host), ptcTaskOutputTool(host), ptcTaskStopTool(host)];
+}

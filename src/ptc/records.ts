@@ -1,0 +1,102 @@
+import { z } from "zod";
+import { TASK_STATUSES, headPreview, PREVIEW_BYTES, type TaskRecord, type Usage, type TaskHost } from "../tasks/index.js";
+
+export const usageSchema = z.object({
+  input: z.number().describe("Input tokens, counted by the host"),
+  output: z.number().describe("Output tokens, counted by the host"),
+  cost: z.number().describe("USD, from the agent's prices or the driver's meter"),
+  turns: z.number().int(),
+});
+
+export const reportSchema = z.object({
+  summary: z.string(),
+  findings: z.array(z.object({ what: z.string(), evidence: z.string() })),
+  files_touched: z.array(z.string()),
+  usage: usageSchema,
+});
+
+export const statusSchema = z.enum(TASK_STATUSES);
+export const reportChannelSchema = z.enum(["tool", "prompt-json", "none", "opted-out"]);
+export const readOnlyTierSchema = z.enum(["enforced", "advisory"]);
+
+/** The whole task record in snake_case: what `result_view: "full"` adds. */
+export const taskRecordSchema = z.object({
+  id: z.string(),
+  status: statusSchema,
+  agent: z.string(),
+  depth: z.number().int(),
+  label: z.string(),
+  output_bytes: z.number().int().optional(),
+  error_message: z.string().optional(),
+  driver: z.enum(["script", "command", "openai", "function"]),
+  task: z.string(),
+  parent_task_id: z.string().optional(),
+  background: z.boolean(),
+  model: z.string().optional(),
+  cwd: z.string(),
+  owner: z.object({ pid: z.number().int(), start_time: z.string() }),
+  created_at: z.string(),
+  started_at: z.string().optional(),
+  ended_at: z.string().optional(),
+  duration_ms: z.number().int().optional(),
+  exit_code: z.number().int().optional(),
+  lost_reason: z.enum(["host_exited_while_running", "lost_on_restart"]).optional(),
+  stop_reason: z.string().optional(),
+  usage: usageSchema.optional(),
+  report_channel: reportChannelSchema.optional(),
+  read_only_tier: readOnlyTierSchema.optional(),
+  report: reportSchema.optional(),
+});
+
+export type SnakeRecord = z.input<typeof taskRecordSchema>;
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** The snake_case projection of a record; absent fields are omitted, never null. */
+export function toSnake(r: TaskRecord): SnakeRecord {
+  const out: SnakeRecord = {
+    id: r.id,
+    status: r.status,
+    agent: r.agent,
+    depth: r.depth,
+    label: r.label,
+    driver: r.driver,
+    task: r.task,
+    background: r.background,
+    cwd: r.cwd,
+    owner: { pid: r.owner.pid, start_time: r.owner.startTime },
+    created_at: iso(r.createdAt),
+  };
+  if (r.outputBytes > 0) out.output_bytes = r.outputBytes;
+  if (r.errorMessage !== undefined) out.error_message = r.errorMessage;
+  if (r.parentId !== undefined) out.parent_task_id = r.parentId;
+  if (r.model !== undefined) out.model = r.model;
+  if (r.startedAt !== undefined) out.started_at = iso(r.startedAt);
+  if (r.endedAt !== undefined) out.ended_at = iso(r.endedAt);
+  if (r.startedAt !== undefined && r.endedAt !== undefined) out.duration_ms = r.endedAt - r.startedAt;
+  if (r.exitCode !== undefined) out.exit_code = r.exitCode;
+  if (r.lostReason !== undefined) out.lost_reason = r.lostReason;
+  if (r.stopReason !== undefined) out.stop_reason = r.stopReason;
+  if (r.usage !== undefined) out.usage = { ...r.usage };
+  if (r.reportChannel !== undefined) out.report_channel = r.reportChannel;
+  if (r.readOnlyTier !== undefined) out.read_only_tier = r.readOnlyTier;
+  if (r.report !== undefined) out.report = structuredClone(r.report);
+  return out;
+}
+
+/** The usage line of every ptc tool's text: the same four numbers as `structuredContent.usage`. */
+export function usageLine(usage: Usage | undefined): string {
+  if (!usage) return "usage: not recorded";
+  return `usage: input=${usage.input} output=${usage.output} cost=${usage.cost} turns=${usage.turns}`;
+}
+
+export interface DetailRecord extends TaskRecord {
+  /** The head of the task's output, ≤ 2 KB. */
+  outputPreview: string;
+}
+
+/** `details` carries camelCase records with a bounded output preview, for a TUI. */
+export function detailRecord(host: TaskHost, r: TaskRecord): DetailRecord {
+  const bytes = r.outputBytes > 0 ? r.outputBytes : host.store.outputSize(r.id);
+  return { ...structuredClone(r), outputPreview: bytes > 0 ? headPreview(host.store.readOutput(r.id, 0, PREVIEW_BYTES + 4)) : "" };
+}

@@ -1,0 +1,348 @@
+import { describe, it, expect, afterEach } from "vitest";
+import { readFileSync } from "node:fs";
+import { assertViewSubset, invokeTool, ToolError, type Tool, type ToolCallResult, type ToolContext } from "../../src/tools/index.js";
+import { AgentRegistry, TaskHost, memoryTaskStore, type AgentInput, type TaskStore, type Usage } from "../../src/tasks/index.js";
+import { ptcTools, toSnake } from "../../src/ptc/index.js";
+
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+const gate = { current: deferred() };
+const AGENTS: AgentInput[] = [
+  { name: "echo", description: "d", driver: "function", run: async ({ task }) => `echo: ${task}` },
+  {
+    name: "reporter",
+    description: "d",
+    driver: "function",
+    readOnly: true,
+    prices: { input: 1, output: 2 },
+    run: async ({ emit }) => {
+      emit({ type: "turn" });
+      emit({ type: "usage", input: 100, output: 10 });
+      emit({ type: "report", report: { summary: "found one", findings: [{ what: "bug", evidence: "a.ts:1" }], files_touched: ["a.ts"], usage: { input: 1, output: 1, cost: 0, turns: 1 } } });
+      return "analysis text";
+    },
+  },
+  { name: "quiet", description: "d", driver: "function", report: false, run: async () => "done quietly" },
+  { name: "adv", description: "d", driver: "command", readOnly: true, command: [process.execPath, "-e", "process.stdout.write('cmd ok')"] },
+  {
+    name: "broken",
+    description: "d",
+    driver: "function",
+    run: async ({ emit }) => {
+      emit({ type: "turn" });
+      emit({ type: "usage", input: 7, output: 3 });
+      emit({ type: "text", text: "partial " });
+      throw new Error("disk full");
+    },
+  },
+  {
+    name: "gated",
+    description: "d",
+    driver: "function",
+    run: async ({ emit, signal }) => {
+      emit({ type: "text", text: "started\n" });
+      await Promise.race([gate.current.promise, new Promise((_, rej) => signal.addEventListener("abort", () => rej(new Error("stopped"))))]);
+      return "released";
+    },
+  },
+  { name: "big", description: "d", driver: "function", run: async () => "x".repeat(60 * 1024) + "\nend\n" },
+];
+
+const hosts: TaskHost[] = [];
+afterEach(async () => {
+  gate.current.resolve();
+  gate.current = deferred();
+  await Promise.all(hosts.splice(0).map((h) => h.close()));
+});
+
+function setup(opts: { maxRunning?: number; store?: TaskStore } = {}) {
+  const host = new TaskHost({ store: opts.store ?? memoryTaskStore(), agents: new AgentRegistry({ agents: AGENTS, dirs: [] }), killGraceMs: 50, ...opts });
+  hosts.push(host);
+  const tools = Object.fromEntries(ptcTools(host).map((t) => [t.name, t])) as Record<string, Tool>;
+  return { host, tools };
+}
+
+const ctx = (depth = 0, taskId?: string): ToolContext => ({ signal: new AbortController().signal, callId: "c", runId: "r", depth, ...(taskId ? { taskId } : {}) });
+
+async function call(tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx()): Promise<ToolCallResult & { sc: Record<string, unknown> }> {
+  // development: every call also checks that the compact view is a subset of the full view.
+  const r = await invokeTool(tool, input, { ctx: c, development: true });
+  expect(JSON.parse(JSON.stringify(r.structuredContent))).toStrictEqual(r.structuredContent);
+  return { ...r, sc: r.structuredContent! };
+}
+
+async function refusal(tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx()): Promise<ToolError> {
+  try {
+    await invokeTool(tool, input, { ctx: c });
+  } catch (err) {
+    expect(err).toBeInstanceOf(ToolError);
+    return err as ToolError;
+  }
+  throw new Error("expected a rejection");
+}
+
+/** The usage numbers the text content states, parsed back. */
+function usageInText(r: ToolCallResult): Usage | "not recorded" {
+  const line = r.content[0]!.text.split("\n").find((l) => l.startsWith("usage: "))!;
+  if (line === "usage: not recorded") return "not recorded";
+  const m = /^usage: input=(\S+) output=(\S+) cost=(\S+) turns=(\S+)$/.exec(line)!;
+  return { input: Number(m[1]), output: Number(m[2]), cost: Number(m[3]), turns: Number(m[4]) };
+}
+
+const REPORTER_USAGE = { input: 100, output: 10, cost: 0.00012, turns: 1 };
+
+describe("ptc_subagent", () => {
+  it("background: task_id, running, report_channel none, no usage or exit_code", async () => {
+    const { host, tools } = setup();
+    const r = await call(tools.ptc_subagent!, { agent: "gated", task: "wait", background: true });
+    const id = r.sc.task_id as string;
+    expect(r.sc).toStrictEqual({ task_id: id, status: "running", report_channel: "none" });
+    expect([Object.hasOwn(r.sc, "usage"), Object.hasOwn(r.sc, "exit_code")]).toStrictEqual([false, false]);
+    expect(r.content).toStrictEqual([
+      { type: "text", text: `Started background task ${id} (agent gated), status running. Poll it with ptc_task_output({ task_id: "${id}" }).\nusage: not recorded` },
+    ]);
+    const d = r.details as { task: Record<string, unknown> };
+    expect([d.task.id, d.task.background, typeof d.task.createdAt, Object.hasOwn(d.task, "outputPreview")]).toStrictEqual([id, true, "number", true]);
+    gate.current.resolve();
+    await host.wait(id);
+  });
+
+  it("background past the cap: queued; read-only agents carry their tier", async () => {
+    const { tools } = setup({ maxRunning: 1 });
+    await call(tools.ptc_subagent!, { agent: "gated", task: "a", background: true });
+    const q = await call(tools.ptc_subagent!, { agent: "reporter", task: "b", background: true });
+    expect(q.sc).toStrictEqual({ task_id: q.sc.task_id, status: "queued", report_channel: "none", read_only_tier: "advisory" });
+  });
+
+  it("background full view adds the snake_case record", async () => {
+    const { host, tools } = setup();
+    const r = await call(tools.ptc_subagent!, { agent: "gated", task: "full", background: true, label: "L", result_view: "full" });
+    const id = r.sc.task_id as string;
+    const rec = host.get(id)!;
+    expect(r.sc).toStrictEqual({ task_id: id, status: "running", report_channel: "none", task: toSnake({ ...rec, outputBytes: 0 }) });
+    expect(Object.keys(r.sc.task as object)).toStrictEqual(["id", "status", "agent", "depth", "label", "driver", "task", "background", "cwd", "owner", "created_at", "started_at"]);
+  });
+
+  it("foreground with a tool report: succeeded, exit_code, report stamped with host usage", async () => {
+    const { tools } = setup();
+    const r = await call(tools.ptc_subagent!, { agent: "reporter", task: "analyse" });
+    expect(r.sc).toStrictEqual({
+      status: "succeeded",
+      exit_code: 0,
+      report_channel: "tool",
+      read_only_tier: "advisory",
+      report: { summary: "found one", findings: [{ what: "bug", evidence: "a.ts:1" }], files_touched: ["a.ts"], usage: REPORTER_USAGE },
+      usage: REPORTER_USAGE,
+    });
+    expect(Object.hasOwn(r.sc, "task_id")).toBe(false);
+    expect(usageInText(r)).toStrictEqual(r.sc.usage);
+    expect(r.content[0]!.text).toContain("report: found one\n- bug (a.ts:1)\nfiles touched: a.ts\n\nanalysis text");
+  });
+
+  it("foreground without a report, opted out, and advisory (command) tiers", async () => {
+    const { tools } = setup();
+    const none = await call(tools.ptc_subagent!, { agent: "echo", task: "hi" });
+    const zero = { input: 0, output: 0, cost: 0, turns: 0 };
+    expect(none.sc).toStrictEqual({ status: "succeeded", exit_code: 0, report_channel: "none", usage: zero });
+    expect(usageInText(none)).toStrictEqual(zero);
+    const opted = await call(tools.ptc_subagent!, { agent: "quiet", task: "hi" });
+    expect(opted.sc).toStrictEqual({ status: "succeeded", exit_code: 0, report_channel: "opted-out", usage: zero });
+    const adv = await call(tools.ptc_subagent!, { agent: "adv", task: "hi" });
+    expect(adv.sc).toStrictEqual({ status: "succeeded", exit_code: 0, report_channel: "none", read_only_tier: "advisory", usage: zero });
+  });
+
+  it("a failing foreground child rejects with its task id, and its usage stays readable", async () => {
+    const { tools } = setup();
+    const err = await refusal(tools.ptc_subagent!, { agent: "broken", task: "go" });
+    const id = /subagent task (\S+) /.exec(err.message)![1]!;
+    expect([err.code, err.message]).toStrictEqual([
+      "task_failed",
+      `subagent task ${id} (agent "broken") failed: disk full; its output and usage stay readable with ptc_task_output({ task_id: "${id}" })`,
+    ]);
+    const out = await call(tools.ptc_task_output!, { task_id: id });
+    expect(out.sc).toStrictEqual({
+      task_id: id, status: "failed", output: "partial ", output_bytes: 8, output_preview: "partial ", output_truncated: false,
+      report_channel: "none", usage: { input: 7, output: 3, cost: 0, turns: 1 },
+    });
+    expect(usageInText(out)).toStrictEqual(out.sc.usage);
+  });
+
+  it("refuses depth 4 and unknown agents with what to do", async () => {
+    const { tools } = setup();
+    const deep = await refusal(tools.ptc_subagent!, { agent: "echo", task: "x" }, ctx(3));
+    expect([deep.code, deep.message]).toStrictEqual([
+      "task_depth_exceeded",
+      'cannot spawn agent "echo" at depth 4: subagents nest at most 3 deep and this program already runs at depth 3; do this work here instead of spawning another subagent',
+    ]);
+    const unknown = await refusal(tools.ptc_subagent!, { agent: "nobody", task: "x" });
+    expect([unknown.code, unknown.message]).toStrictEqual([
+      "agent_unknown",
+      'unknown agent "nobody"; known agents: adv, big, broken, echo, gated, quiet, reporter (loaded from code). Use one of them, or add nobody.md to one of those directories',
+    ]);
+  });
+
+  it("links a child to the calling task (ctx.taskId) for depth and parent", async () => {
+    const { host, tools } = setup();
+    const parent = await call(tools.ptc_subagent!, { agent: "gated", task: "p", background: true });
+    const child = await call(tools.ptc_subagent!, { agent: "echo", task: "c", result_view: "full" }, ctx(0, parent.sc.task_id as string));
+    const t = child.sc.task as Record<string, unknown>;
+    expect([t.depth, t.parent_task_id]).toStrictEqual([2, parent.sc.task_id]);
+    gate.current.resolve();
+    await host.wait(parent.sc.task_id as string);
+  });
+});
+
+describe("ptc_task_list", () => {
+  it("lists rows with output_bytes and error_message only when present; full rows are the snake records", async () => {
+    const { host, tools } = setup({ maxRunning: 1 });
+    const ok = await call(tools.ptc_subagent!, { agent: "echo", task: "one" });
+    await refusal(tools.ptc_subagent!, { agent: "broken", task: "two" });
+    const running = await call(tools.ptc_subagent!, { agent: "gated", task: "three", background: true, label: "gate" });
+    const queued = await call(tools.ptc_subagent!, { agent: "echo", task: "four", background: true });
+    void ok;
+    const ids = host.list().records.map((r) => r.id);
+    const r = await call(tools.ptc_task_list!, {});
+    expect(r.sc).toStrictEqual({
+      tasks: [
+        { id: ids[0], status: "succeeded", agent: "echo", depth: 1, label: "one", output_bytes: 9 },
+        { id: ids[1], status: "failed", agent: "broken", depth: 1, label: "two", output_bytes: 8, error_message: "disk full" },
+        { id: ids[2], status: "running", agent: "gated", depth: 1, label: "gate", output_bytes: 8 },
+        { id: ids[3], status: "queued", agent: "echo", depth: 1, label: "four" },
+      ],
+      count: 4,
+    });
+    expect(Object.hasOwn((r.sc.tasks as object[])[3]!, "output_bytes")).toBe(false);
+    expect(r.content[0]!.text).toBe(
+      [`4 tasks`, `${ids[0]} succeeded echo depth=1 "one" 9B`, `${ids[1]} failed broken depth=1 "two" 8B error: disk full`, `${ids[2]} running gated depth=1 "gate" 8B`, `${ids[3]} queued echo depth=1 "four" 0B`].join("\n"),
+    );
+    const filtered = await call(tools.ptc_task_list!, { status: ["running", "queued"], limit: 1 });
+    expect(filtered.sc).toStrictEqual({ tasks: [{ id: queued.sc.task_id, status: "queued", agent: "echo", depth: 1, label: "four" }], count: 2 });
+    const full = await call(tools.ptc_task_list!, { result_view: "full" });
+    expect(full.sc).toStrictEqual({ tasks: host.list().records.map(toSnake), count: 4 });
+    assertViewSubset(r.sc, full.sc);
+    const details = r.details as { tasks: Array<{ id: string; outputPreview: string }> };
+    expect(details.tasks.map((t) => t.outputPreview)).toStrictEqual(["echo: one", "partial ", "started\n", ""]);
+    expect((await refusal(tools.ptc_task_list!, { status: ["done"] })).code).toBe("tool_invalid_input");
+    void running;
+  });
+});
+
+describe("ptc_task_output", () => {
+  it("running: current status, no usage, no report_channel; paging with since_bytes", async () => {
+    const { tools } = setup();
+    const bg = await call(tools.ptc_subagent!, { agent: "gated", task: "w", background: true });
+    const id = bg.sc.task_id as string;
+    const r = await call(tools.ptc_task_output!, { task_id: id });
+    expect(r.sc).toStrictEqual({ task_id: id, status: "running", output: "started\n", output_bytes: 8, output_preview: "started\n", output_truncated: false });
+    expect(usageInText(r)).toBe("not recorded");
+    gate.current.resolve();
+    const done = await (async () => {
+      for (;;) {
+        const o = await call(tools.ptc_task_output!, { task_id: id, since_bytes: 8 });
+        if (o.sc.status === "succeeded") return o;
+        await new Promise((res) => setTimeout(res, 5));
+      }
+    })();
+    expect(done.sc).toStrictEqual({
+      task_id: id, status: "succeeded", output: "released", output_bytes: 16, output_preview: "started\nreleased", output_truncated: false,
+      report_channel: "none", usage: { input: 0, output: 0, cost: 0, turns: 0 },
+    });
+    const bad = await refusal(tools.ptc_task_output!, { task_id: id, since_bytes: 17 });
+    expect([bad.code, bad.message]).toStrictEqual([
+      "task_output_range",
+      `"since_bytes" 17 is past the end of task ${id}'s output (16 bytes); pass a value from 0 to 16, e.g. the output_bytes of the previous read`,
+    ]);
+  });
+
+  it("succeeded with a report; full view adds the record; compact ⊆ full", async () => {
+    const { host, tools } = setup();
+    await call(tools.ptc_subagent!, { agent: "reporter", task: "r" });
+    const id = host.list().records[0]!.id;
+    const r = await call(tools.ptc_task_output!, { task_id: id });
+    const report = { summary: "found one", findings: [{ what: "bug", evidence: "a.ts:1" }], files_touched: ["a.ts"], usage: REPORTER_USAGE };
+    const compact = {
+      task_id: id, status: "succeeded", output: "analysis text", output_bytes: 13, output_preview: "analysis text", output_truncated: false,
+      report_channel: "tool", read_only_tier: "advisory", report, usage: REPORTER_USAGE,
+    };
+    expect(r.sc).toStrictEqual(compact);
+    expect(usageInText(r)).toStrictEqual(REPORTER_USAGE);
+    const full = await call(tools.ptc_task_output!, { task_id: id, result_view: "full" });
+    expect(full.sc).toStrictEqual({ ...compact, task: toSnake(host.get(id)!) });
+    assertViewSubset(r.sc, full.sc);
+  });
+
+  it("truncated: tail only, a full log path, no preview", async () => {
+    const { tools } = setup();
+    const r0 = await call(tools.ptc_subagent!, { agent: "big", task: "b", result_view: "full" });
+    const id = (r0.sc.task as { id: string }).id;
+    const r = await call(tools.ptc_task_output!, { task_id: id });
+    const total = 60 * 1024 + 5;
+    expect(r.sc).toStrictEqual({
+      task_id: id, status: "succeeded", output: "end\n", output_bytes: total, output_truncated: true,
+      output_full_path: r.sc.output_full_path, report_channel: "none", usage: { input: 0, output: 0, cost: 0, turns: 0 },
+    });
+    expect(readFileSync(r.sc.output_full_path as string, "utf8")).toBe("x".repeat(60 * 1024) + "\nend\n");
+    expect(Object.hasOwn(r.sc, "output_preview")).toBe(false);
+    expect(r.content[0]!.text).toContain(`[output cut to its last 4 bytes of ${total}; full log: ${r.sc.output_full_path}]`);
+  });
+
+  it("canceled has usage; lost has neither usage nor report_channel", async () => {
+    const store = memoryTaskStore();
+    const { tools } = setup({ store });
+    const bg = await call(tools.ptc_subagent!, { agent: "gated", task: "w", background: true });
+    const id = bg.sc.task_id as string;
+    const stop = await call(tools.ptc_task_stop!, { task_id: id, reason: "no longer needed" });
+    expect(stop.sc).toStrictEqual({ task_id: id, status: "canceled", from_status: "running", stop_reason: "no longer needed" });
+    const canceled = await call(tools.ptc_task_output!, { task_id: id });
+    expect(canceled.sc).toStrictEqual({
+      task_id: id, status: "canceled", output: "started\n", output_bytes: 8, output_preview: "started\n", output_truncated: false,
+      report_channel: "none", usage: { input: 0, output: 0, cost: 0, turns: 0 },
+    });
+    expect(usageInText(canceled)).toStrictEqual(canceled.sc.usage);
+    expect(usageInText(stop)).toStrictEqual(canceled.sc.usage);
+
+    // A record whose owner process is gone: the next host on the store marks it lost.
+    store.insert({
+      id: "01ARZ3NDEKTSV4RRFFQ69G5FAV", agent: "echo", driver: "function", task: "t", label: "t", depth: 1, background: true,
+      cwd: "/", status: "running", owner: { pid: 2 ** 22 + 1, startTime: "proc:1" }, createdAt: 0, startedAt: 0, outputBytes: 0,
+    });
+    store.appendOutput("01ARZ3NDEKTSV4RRFFQ69G5FAV", Buffer.from("before the crash\n"));
+    const next = setup({ store });
+    const lost = await call(next.tools.ptc_task_output!, { task_id: "01ARZ3NDEKTSV4RRFFQ69G5FAV" });
+    expect(lost.sc).toStrictEqual({
+      task_id: "01ARZ3NDEKTSV4RRFFQ69G5FAV", status: "lost", output: "before the crash\n", output_bytes: 17,
+      output_preview: "before the crash\n", output_truncated: false,
+    });
+    expect(usageInText(lost)).toBe("not recorded");
+    const full = await call(next.tools.ptc_task_output!, { task_id: "01ARZ3NDEKTSV4RRFFQ69G5FAV", result_view: "full" });
+    expect((full.sc.task as Record<string, unknown>).lost_reason).toBe("host_exited_while_running");
+  });
+
+  it("refuses an unknown task id with what to do", async () => {
+    const { tools } = setup();
+    const err = await refusal(tools.ptc_task_output!, { task_id: "nope" });
+    expect([err.code, err.message]).toStrictEqual(["task_not_found", 'unknown task id "nope"; list task ids with ptc_task_list']);
+  });
+});
+
+describe("ptc_task_stop", () => {
+  it("cancels a queued task, refuses a finished one, and its full view carries the record", async () => {
+    const { host, tools } = setup({ maxRunning: 1 });
+    await call(tools.ptc_subagent!, { agent: "gated", task: "a", background: true });
+    const q = await call(tools.ptc_subagent!, { agent: "echo", task: "b", background: true });
+    const id = q.sc.task_id as string;
+    const r = await call(tools.ptc_task_stop!, { task_id: id, result_view: "full" });
+    expect(r.sc).toStrictEqual({ task_id: id, status: "canceled", from_status: "queued", task: toSnake(host.get(id)!) });
+    expect(Object.hasOwn(r.sc, "stop_reason")).toBe(false);
+    expect(r.content[0]!.text).toBe(`Stopped task ${id} (agent echo): queued → canceled\nusage: input=0 output=0 cost=0 turns=0`);
+    const again = await refusal(tools.ptc_task_stop!, { task_id: id });
+    expect([again.code, again.message]).toStrictEqual([
+      "task_illegal_transition",
+      `task ${id} cannot go from "canceled" to "canceled": it has already ended (canceled); read its output with ptc_task_output or spawn a new task`,
+    ]);
+  });
+});
