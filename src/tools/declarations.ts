@@ -88,6 +88,12 @@ function objectType(schema: Record<string, unknown>, indent: string): string {
   const extra = schema.additionalProperties;
   const open = extra !== undefined && extra !== false ? schemaToType(extra as Schema, `${indent}  `) : undefined;
   if (keys.length === 0) {
+    const names = isPlainObject(schema.propertyNames) && Array.isArray(schema.propertyNames.enum) ? schema.propertyNames.enum : undefined;
+    if (open !== undefined && names && names.length > 0 && names.every((n) => typeof n === "string")) {
+      // z.record(z.enum([...]), T) lists every key as required; z.partialRecord none.
+      const all = names.every((n) => required.has(n as string));
+      return `{ [K in ${union(names.map(literal))}]${all ? "" : "?"}: ${open} }`;
+    }
     if (open !== undefined) return `{ [key: string]: ${open} }`;
     // zod's input-mode objects have no additionalProperties; an empty object means "no fields".
     return extra === false || schema.properties !== undefined ? "{}" : "Record<string, unknown>";

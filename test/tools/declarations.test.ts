@@ -26,6 +26,40 @@ function sampleTools(): Tool[] {
   return tools;
 }
 
+function kitchenSink(): Tool {
+  type Node = { name: string; children: Node[] };
+  const node: z.ZodType<Node> = z.lazy(() => z.object({ name: z.string(), children: z.array(node) }));
+  const keys = z.enum(["k1", "k2"]);
+  return defineTool({
+    name: "kitchen_sink",
+    description: "Every schema kind zod converts, so tsc sees each rendering.",
+    input: z.object({
+      mode: z.enum(["a", "b"]).default("a"),
+      when: z.iso.datetime().optional(),
+      pair: z.tuple([z.string(), z.number()]),
+      lit: z.literal(["x", 2, true]),
+      map: z.record(keys, z.number()),
+      partial: z.partialRecord(keys, z.number()),
+      n: z.number().nullish(),
+      union: z.union([z.string(), z.object({ deep: z.boolean() })]),
+      pick: z.discriminatedUnion("kind", [z.object({ kind: z.literal("x"), x: z.number() }), z.object({ kind: z.literal("y") })]),
+      both: z.intersection(z.object({ a: z.string() }), z.object({ b: z.string() })),
+      "weird key": z.string().optional(),
+      grid: z.array(z.array(z.string())),
+    }),
+    output: z.object({
+      tree: node,
+      loose: z.looseObject({ a: z.string() }),
+      counts: z.record(keys, z.number()),
+      sparse: z.partialRecord(keys, z.number()),
+      status: z.enum(["ok", "failed"]),
+      row: z.tuple([z.string(), z.number()]),
+      note: z.string().readonly().optional(),
+    }),
+    execute: () => ({ tree: { name: "r", children: [] }, loose: { a: "" }, counts: { k1: 1, k2: 2 }, sparse: {}, status: "ok" as const, row: ["a", 1] as [string, number] }),
+  });
+}
+
 describe("renderDeclarations", () => {
   it("renders views as overloads with Input/Compact/Full types, single results inline, plain tools as text", () => {
     const text = renderDeclarations(sampleTools());
@@ -44,7 +78,7 @@ describe("renderDeclarations", () => {
   it("type-checks with tsc together with a correct program, and fails on a program that reads a field the compact view lacks", () => {
     const dir = mkdtempSync(join(tmpdir(), "codemode-decl-"));
     try {
-      writeFileSync(join(dir, "tools.d.ts"), renderDeclarations(sampleTools()));
+      writeFileSync(join(dir, "tools.d.ts"), renderDeclarations([...sampleTools(), kitchenSink()]));
       writeFileSync(
         join(dir, "pass.ts"),
         [
@@ -60,7 +94,14 @@ describe("renderDeclarations", () => {
           '  const removed: string = await tools.delete_({ "file-path": "a.txt" });',
           '  const info = await tools.tool_info({ tool_id: "skill_view" });',
           "  const digest: string | undefined = info.tool.descriptor.output_schema_digest;",
-          "  return [id, generation, policy, lines, created, removed, digest].join();",
+          '  const sink = await tools.kitchen_sink({ pair: ["a", 1], lit: 2, map: { k1: 1, k2: 2 }, partial: {}, union: { deep: true }, pick: { kind: "y" }, both: { a: "a", b: "b" }, "weird key": "w", grid: [["x"]] });',
+          "  const a: string = sink.loose.a;",
+          "  const extra: unknown = sink.loose.anything;",
+          "  const k1: number = sink.counts.k1;",
+          "  const maybe: number | undefined = sink.sparse.k2;",
+          "  const status: \"ok\" | \"failed\" = sink.status;",
+          "  const row: [string, number] = sink.row;",
+          "  return [id, generation, policy, lines, created, removed, digest, a, extra, k1, maybe, status, row].join();",
           "}",
           "",
         ].join("\n"),
