@@ -252,3 +252,5 @@ export function ptcTools(host: TaskHost): Tool[] {
   if (!(host instanceof TaskHost)) throw new TypeError(`ptcTools: "host" must be a TaskHost, received ${host === null ? "null" : typeof host}`);
   return [ptcSubagentTool(host), ptcTaskListTool(host), ptcTaskOutputTool(host), ptcTaskStopTool(host)];
 }
+
+export { codemodeScriptRunner, type ProgramHost, type ScriptRunnerOptions } from "./script-runner.js";

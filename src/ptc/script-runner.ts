@@ -1,0 +1,64 @@
+import type { ScriptRunner } from "../tasks/index.js";
+import type { Tool } from "../tools/index.js";
+import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
+
+/** What a script runner needs from the runtime: Codemode.runInternal matches it. */
+export interface ProgramHost {
+  runInternal(
+    code: string,
+    options: {
+      signal?: AbortSignal;
+      session?: string;
+      depth?: number;
+      taskId?: string;
+      globals?: Record<string, unknown>;
+      allowTools?: (path: string, tool: Tool) => boolean;
+    },
+  ): Promise<{
+    content: Array<{ type: "text"; text: string }>;
+    structuredContent: { status: "ok" | "error"; error?: { kind: string; message: string } };
+  }>;
+}
+
+export interface ScriptRunnerOptions {
+  /** Tools that never change anything; a read-only agent reaches only these (and task reads). */
+  readOnlyTools?: readonly string[];
+}
+
+/** Task tools every script child may use to look at tasks. */
+const TASK_READ_TOOLS = ["ptc_task_list", "ptc_task_output", "tool_info"];
+/** Spawning and stopping change the world; a read-only child could escape its tier through a writable subagent. */
+const TASK_WRITE_TOOLS = ["ptc_subagent", "ptc_task_stop"];
+
+/**
+ * The script driver's runner over a codemode runtime: the agent's program runs in its own sandbox
+ * run (session per task) with the global `task`, and sees only the tools its definition allows —
+ * for a read-only agent, only read-only ones. That is what makes the script tier `enforced`.
+ */
+export function codemodeScriptRunner(host: ProgramHost, options: ScriptRunnerOptions = {}): ScriptRunner {
+  if (host === null || typeof host !== "object" || typeof host.runInternal !== "function") {
+    throw new TypeError(`codemodeScriptRunner: "host" must be a Codemode instance (with runInternal), received ${host === null ? "null" : typeof host}`);
+  }
+  const readOnly = new Set(options.readOnlyTools ?? WORKSPACE_READ_ONLY_TOOLS);
+  return async (code, o) => {
+    const allowed = new Set(o.agent.tools ?? []);
+    const allowTools = (path: string, tool: Tool): boolean => {
+      if (TASK_READ_TOOLS.includes(tool.name)) return true;
+      if (TASK_WRITE_TOOLS.includes(tool.name)) return !o.readOnly;
+      if (!allowed.has(tool.name) && !allowed.has(path) && !allowed.has(tool.id)) return false;
+      return !o.readOnly || readOnly.has(tool.name);
+    };
+    const run = await host.runInternal(code, {
+      signal: o.signal,
+      session: `task-${o.taskId}`,
+      depth: o.depth,
+      taskId: o.taskId,
+      globals: { task: o.task },
+      allowTools,
+    });
+    const output = run.content.map((c) => c.text).join("\n");
+    if (run.structuredContent.status === "ok") return { output, ok: true };
+    const e = run.structuredContent.error;
+    return { output, ok: false, error: e ? `${e.kind}: ${e.message}` : "the program failed" };
+  };
+}
