@@ -28,7 +28,7 @@ function checkOptions(options: unknown): Required<Pick<InvokeOptions, "ctx" | "o
   const where = "invokeTool: options";
   if (!isPlainObject(options)) throw new TypeError(`${where} must be an object { ctx, hooks?, outputBudget?, development?, pinnedResultView? }, received ${describeValue(options)}`);
   const ctx = options.ctx;
-  if (!isPlainObject(ctx) && (ctx === null || typeof ctx !== "object")) throw new TypeError(`${where}.ctx must be an object { signal, callId, runId, depth }, received ${describeValue(ctx)}`);
+  if (ctx === null || typeof ctx !== "object") throw new TypeError(`${where}.ctx must be an object { signal, callId, runId, depth }, received ${describeValue(ctx)}`);
   const c = ctx as Record<string, unknown>;
   if (!(c.signal instanceof AbortSignal)) throw new TypeError(`${where}.ctx.signal must be an AbortSignal, received ${describeValue(c.signal)}`);
   if (typeof c.callId !== "string" || c.callId === "") throw new TypeError(`${where}.ctx.callId must be a non-empty string, received ${describeValue(c.callId)}`);

@@ -25,7 +25,7 @@ function describeIssue(issue: zc.$ZodIssue, root: unknown): string {
   const received = valueAt(root, issue.path);
   switch (issue.code) {
     case "invalid_type":
-      return received === undefined
+      return received === undefined && issue.path.length > 0
         ? `is required: expected ${issue.expected}, received undefined`
         : `must be ${issue.expected}, received ${describeValue(received)}`;
     case "invalid_value":

@@ -176,7 +176,8 @@ function objectProjector(schema: zc.$ZodObject, cache: Map<AnySchema, Projector>
     // Shapes may hold getters for recursive schemas, so they are read on first use, not at compile.
     plan = Object.keys(def.shape).map((key) => {
       const field = def.shape[key]!;
-      const optional = field._zod.optin === "optional" || field._zod.optout === "optional";
+      // optin is set ("optional", "defaulted") whenever the schema accepts the key being absent.
+      const optional = field._zod.optin !== undefined || field._zod.optout === "optional";
       return {
         key,
         project: compile(field, cache),

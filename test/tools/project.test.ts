@@ -172,6 +172,26 @@ describe("projection rules", () => {
     expect(out.tree).toStrictEqual({ name: "root", children: [{ name: "leaf", children: [] }] });
   });
 
+  it("treats null as absent for optional and defaulted keys that cannot hold null", async () => {
+    const tool = defineTool({
+      name: "nulls",
+      description: "Record written with nulls for absent fields.",
+      input: z.object({}),
+      output: z.object({ a: z.string().optional(), b: z.number().default(5), c: z.string().nullable(), d: z.string().nullish() }),
+      execute: () => ({ a: null, b: null, c: null, d: null }) as never,
+    });
+    const result = await invokeTool(tool, {}, { ctx: ctx() });
+    expect(result.structuredContent).toStrictEqual({ b: 5, c: null, d: null });
+    expect(Object.hasOwn(result.structuredContent!, "a")).toBe(false);
+  });
+
+  it("names the whole record when it is not an object", async () => {
+    const tool = defineTool({ name: "nothing", description: "Returns nothing.", input: z.object({}), output: z.object({ a: z.string() }), execute: () => undefined as never });
+    await expect(invokeTool(tool, {}, { ctx: ctx() })).rejects.toThrow(
+      'tool "nothing" returned a record that does not match its output schema: record must be object, received undefined',
+    );
+  });
+
   it("reads class instances by their own enumerable keys, as JSON would", () => {
     class Row {
       constructor(
