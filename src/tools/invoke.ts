@@ -152,9 +152,9 @@ export function buildChannels(
       warnings.push(`tool "${tool.id}" toModelOutput failed (${messageOf(err)}); the model was sent the JSON result instead`);
     }
   }
-  // With a declared output the JSON is of the selected view: that is the record the caller asked
-  // for, and "compact" keeps its promise of fewer bytes for the model too.
-  text ??= structured !== undefined ? JSON.stringify(structured) : textOf(record);
+  // SPEC §6: the last resort is the JSON of the full record. structuredContent is the programs'
+  // channel and never goes to the model; a tool that wants a short model view says so itself.
+  text ??= textOf(record);
 
   let details: unknown = record;
   if (overrides.details) {

@@ -56,8 +56,9 @@ describe("result views", () => {
   it("returns the compact view by default: the whole three channels pinned", async () => {
     const tool = sessionStatusTool(newCalls());
     const result = await invokeTool(tool, { session_id: "sess-example" }, { ctx: ctx() });
+    // Without toModelOutput the model is sent the JSON of the full record (SPEC §6, last resort).
     expect(result).toStrictEqual({
-      content: [{ type: "text", text: JSON.stringify(COMPACT) }],
+      content: [{ type: "text", text: JSON.stringify(sampleRecord()) }],
       structuredContent: COMPACT,
       details: sampleRecord(),
     });
@@ -73,7 +74,7 @@ describe("result views", () => {
     const tool = sessionStatusTool(calls);
     const result = await invokeTool(tool, { session_id: "sess-example", result_view: "full" }, { ctx: ctx() });
     expect(result.structuredContent).toStrictEqual(FULL);
-    expect(result.content).toStrictEqual([{ type: "text", text: JSON.stringify(FULL) }]);
+    expect(result.content).toStrictEqual([{ type: "text", text: JSON.stringify(sampleRecord()) }]);
     expect(JSON.parse(JSON.stringify(result.structuredContent))).toStrictEqual(FULL);
     expect(calls.inputs).toStrictEqual([{ session_id: "sess-example" }]);
   });
@@ -352,7 +353,7 @@ describe("execution", () => {
   it("a single-result tool projects its output schema and keeps the full record in details", async () => {
     const result = await invokeTool(skillViewTool(newCalls()), { skill: "k" }, { ctx: ctx() });
     expect(result).toStrictEqual({
-      content: [{ type: "text", text: '{"name":"k","lines":12}' }],
+      content: [{ type: "text", text: '{"name":"k","lines":12,"body":"not in the output schema"}' }],
       structuredContent: { name: "k", lines: 12 },
       details: { name: "k", lines: 12, body: "not in the output schema" },
     });
@@ -411,7 +412,7 @@ describe("model output (seed 002)", () => {
     const result = await invokeTool(tool, { session_id: "s" }, { ctx: ctx() });
     const warning = 'tool "session_status" toModelOutput failed (summary broke); the model was sent the JSON result instead';
     expect(result).toStrictEqual({
-      content: [{ type: "text", text: JSON.stringify(COMPACT) }],
+      content: [{ type: "text", text: JSON.stringify(sampleRecord()) }],
       structuredContent: COMPACT,
       details: { ...sampleRecord(), warnings: [warning] },
       warnings: [warning],
