@@ -254,3 +254,4 @@ export function ptcTools(host: TaskHost): Tool[] {
 }
 
 export { codemodeScriptRunner, type ProgramHost, type ScriptRunnerOptions } from "./script-runner.js";
+export { childToolProvider, type ChildToolOptions } from "./child-tools.js";

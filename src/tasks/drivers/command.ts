@@ -33,7 +33,7 @@ export const commandDriver: Driver = ({ task, agent, signal, emit, killGraceMs, 
     };
     // A command child cannot be confined by the host: it is told, and the tier says "advisory".
     if (agent.readOnly) env.CODEMODE_READ_ONLY = "1";
-    if (agent.model) env.CODEMODE_MODEL = agent.model;
+    if (task.model) env.CODEMODE_MODEL = task.model;
 
     let child: ReturnType<typeof spawn>;
     try {
