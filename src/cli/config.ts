@@ -1,0 +1,131 @@
+// `codemode.json`: the CLI's configuration, read from the working directory. Every problem is a
+// ConfigError naming the file, the field and what was expected, so a user can fix it in one go.
+import { existsSync, readFileSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
+import { checkLimits, type Limits } from "../codemode/limits.js";
+
+export const CONFIG_FILE = "codemode.json";
+export const DEFAULT_DATA_DIR = ".codemode";
+
+export interface McpServerConfig {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  /** Working directory of the server process (absolute). */
+  cwd?: string;
+}
+
+export interface CodemodeConfig {
+  /** Where the configuration came from; absent when there is no codemode.json. */
+  file?: string;
+  limits: Partial<Limits>;
+  /** Absolute. */
+  dataDir: string;
+  /** Absolute. */
+  agentsDir: string;
+  mcpServers: Record<string, McpServerConfig>;
+  /** The read-only (or, with write: true, writable) workspace toolset on the working directory; false: none. */
+  workspace: false | { write: boolean };
+}
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+const TOP_KEYS = ["$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace"];
+const SERVER_KEYS = ["command", "args", "env", "cwd", "type"];
+const SERVER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
+
+function kind(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)}`;
+  if (typeof value === "object") return "an object";
+  return `${typeof value} ${String(value)}`;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function unknownKeys(where: string, value: Record<string, unknown>, known: string[]): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) throw new ConfigError(`${where}: unknown field "${key}"; expected one of ${known.map((k) => `"${k}"`).join(", ")}`);
+  }
+}
+
+function pathField(where: string, value: unknown, cwd: string, fallback: string): string {
+  if (value === undefined) return resolve(cwd, fallback);
+  if (typeof value !== "string" || value.trim() === "") throw new ConfigError(`${where} must be a non-empty path string, got ${kind(value)}`);
+  return isAbsolute(value) ? value : resolve(cwd, value);
+}
+
+/** Reads `<cwd>/codemode.json` when it exists; defaults otherwise. */
+export function loadConfig(cwd: string): CodemodeConfig {
+  const file = join(cwd, CONFIG_FILE);
+  if (!existsSync(file)) return parseConfig(undefined, cwd);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new ConfigError(`${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  return parseConfig(raw, cwd, file);
+}
+
+export function parseConfig(raw: unknown, cwd: string, file?: string): CodemodeConfig {
+  const at = file ?? CONFIG_FILE;
+  if (raw === undefined) raw = {};
+  if (!isObject(raw)) throw new ConfigError(`${at} must hold a JSON object, got ${kind(raw)}`);
+  unknownKeys(at, raw, TOP_KEYS);
+
+  let limits: Partial<Limits>;
+  try {
+    limits = checkLimits(raw.limits, `${at}: limits`);
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+
+  const dataDir = pathField(`${at}: "dataDir"`, raw.dataDir, cwd, DEFAULT_DATA_DIR);
+  const agentsDir = pathField(`${at}: "agentsDir"`, raw.agentsDir, cwd, join(DEFAULT_DATA_DIR, "agents"));
+
+  let workspace: CodemodeConfig["workspace"] = { write: false };
+  if (raw.workspace === false) workspace = false;
+  else if (raw.workspace !== undefined) {
+    if (!isObject(raw.workspace)) throw new ConfigError(`${at}: "workspace" must be false or an object { "write": boolean }, got ${kind(raw.workspace)}`);
+    unknownKeys(`${at}: workspace`, raw.workspace, ["write"]);
+    const write = raw.workspace.write ?? false;
+    if (typeof write !== "boolean") throw new ConfigError(`${at}: "workspace.write" must be true or false, got ${kind(write)}`);
+    workspace = { write };
+  }
+
+  const mcpServers: Record<string, McpServerConfig> = {};
+  if (raw.mcpServers !== undefined) {
+    if (!isObject(raw.mcpServers)) throw new ConfigError(`${at}: "mcpServers" must be an object { "<name>": { "command", "args"?, "env"? } }, got ${kind(raw.mcpServers)}`);
+    for (const [name, entry] of Object.entries(raw.mcpServers)) {
+      const where = `${at}: mcpServers.${name}`;
+      if (!SERVER_NAME.test(name)) {
+        throw new ConfigError(`${at}: mcpServers has the server name ${JSON.stringify(name)}; names must be 1–64 letters, digits, "_" or "-" (programs reach its tools as tools.<name>.<tool>)`);
+      }
+      if (!isObject(entry)) throw new ConfigError(`${where} must be an object { "command", "args"?, "env"? }, got ${kind(entry)}`);
+      if (entry.url !== undefined) throw new ConfigError(`${where}: "url" servers are not supported; give a stdio server as { "command", "args"?, "env"? }`);
+      unknownKeys(where, entry, SERVER_KEYS);
+      if (entry.type !== undefined && entry.type !== "stdio") throw new ConfigError(`${where}: "type" must be "stdio" (the only transport supported), got ${kind(entry.type)}`);
+      if (typeof entry.command !== "string" || entry.command.trim() === "") throw new ConfigError(`${where}: "command" must be a non-empty string (the program to start), got ${kind(entry.command)}`);
+      const args = entry.args ?? [];
+      if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string")) throw new ConfigError(`${where}: "args" must be an array of strings, got ${kind(args)}`);
+      const env = entry.env ?? {};
+      if (!isObject(env)) throw new ConfigError(`${where}: "env" must be an object of string values, got ${kind(env)}`);
+      for (const [key, value] of Object.entries(env)) {
+        if (typeof value !== "string") throw new ConfigError(`${where}: "env.${key}" must be a string, got ${kind(value)}`);
+      }
+      const server: McpServerConfig = { command: entry.command, args: [...args] as string[], env: { ...(env as Record<string, string>) } };
+      if (entry.cwd !== undefined) server.cwd = pathField(`${where}: "cwd"`, entry.cwd, cwd, ".");
+      mcpServers[name] = server;
+    }
+  }
+
+  const config: CodemodeConfig = { limits, dataDir, agentsDir, mcpServers, workspace };
+  if (file) config.file = file;
+  return config;
+}

@@ -1,0 +1,81 @@
+// `codemode init`: a starter codemode.json and a sample script agent, never overwriting a file
+// unless --force says so.
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { parseArgs, UsageError } from "./args.js";
+import { CONFIG_FILE } from "./config.js";
+import { EXIT_OK, write, type Io } from "./io.js";
+
+export const INIT_HELP = `Usage: codemode init [--force]
+
+Writes a starter ./codemode.json, a sample script agent in .codemode/agents/ and a sample program
+(hello.js). Existing files are left alone unless --force is given.
+`;
+
+export const STARTER_CONFIG = {
+  limits: { timeoutMs: 30000 },
+  dataDir: ".codemode",
+  agentsDir: ".codemode/agents",
+  workspace: { write: false },
+  mcpServers: {},
+};
+
+const SAMPLE_AGENT = `---
+name: line-counter
+description: Counts the lines of the files matching a glob pattern (the task text) and reports the longest.
+driver: script
+script: line-counter.js
+tools: [list_files, read_file]
+read_only: true
+---
+A deterministic, offline agent: a codemode program that gets the task text as the global \`task\`.
+`;
+
+const SAMPLE_SCRIPT = `// The script of the line-counter agent: the task text is a glob pattern.
+const { files } = await tools.list_files({ pattern: task.trim() || "**/*.md" });
+const counts = [];
+for (const path of files.slice(0, 50)) {
+  const file = await tools.read_file({ path });
+  counts.push({ path, lines: file.total_lines });
+}
+counts.sort((a, b) => b.lines - a.lines);
+const total = counts.reduce((sum, c) => sum + c.lines, 0);
+text(\`\${counts.length} files, \${total} lines\\n\`);
+for (const c of counts.slice(0, 5)) text(\`\${c.lines}\\t\${c.path}\\n\`);
+`;
+
+const SAMPLE_PROGRAM = `// Run with: codemode run hello.js
+const { files } = await tools.list_files({ pattern: "*" });
+text(\`This directory has \${files.length} files at its top level.\\n\`);
+return { files: files.length };
+`;
+
+export async function initCommand(argv: readonly string[], io: Io): Promise<number> {
+  const { flags, positionals } = parseArgs("codemode init", argv, { force: { type: "boolean" }, help: { type: "boolean" } });
+  if (flags.help) {
+    await write(io.stdout, INIT_HELP);
+    return EXIT_OK;
+  }
+  if (positionals.length > 0) throw new UsageError(`codemode init: takes no arguments, got ${positionals.join(" ")}; it writes into the current directory`);
+  const files: Array<[string, string]> = [
+    [CONFIG_FILE, JSON.stringify(STARTER_CONFIG, null, 2) + "\n"],
+    [join(".codemode", "agents", "line-counter.md"), SAMPLE_AGENT],
+    [join(".codemode", "agents", "line-counter.js"), SAMPLE_SCRIPT],
+    ["hello.js", SAMPLE_PROGRAM],
+  ];
+  const report: string[] = [];
+  for (const [path, text] of files) {
+    const abs = join(io.cwd, path);
+    const shown = relative(io.cwd, abs);
+    if (existsSync(abs) && !flags.force) {
+      report.push(`kept    ${shown} (exists; --force overwrites it)`);
+      continue;
+    }
+    mkdirSync(dirname(abs), { recursive: true });
+    writeFileSync(abs, text);
+    report.push(`wrote   ${shown}`);
+  }
+  report.push("", "Next: codemode run hello.js");
+  await write(io.stdout, report.join("\n") + "\n");
+  return EXIT_OK;
+}

@@ -1,0 +1,77 @@
+// The `codemode` command line: dispatch, help, and the one place errors become exit codes
+// (0 ok, 1 the program or command failed, 2 usage or configuration errors).
+import { closestNames } from "../tools/identifiers.js";
+import { packageVersion } from "../mcp/version.js";
+import { UsageError } from "./args.js";
+import { ConfigError } from "./config.js";
+import { initCommand, INIT_HELP } from "./init.js";
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, write, type Io } from "./io.js";
+import { mcpCommand, MCP_HELP } from "./mcp.js";
+import { runCommand, RUN_HELP } from "./run.js";
+
+export const HELP = `codemode — run model-written JavaScript in a sandbox with async tool bindings
+
+Usage:
+  codemode run <file|-> [--json] [--timeout <duration>] [--session <name>]
+                         run a program; print its text() output (--json: all three channels)
+  codemode mcp [--all-tools]
+                         serve the runtime over MCP on stdio (ptc_run_code, tool_info, …)
+  codemode init [--force]
+                         write a starter codemode.json, a sample agent and hello.js
+  codemode help [command]
+  codemode --version
+
+Configuration: ./codemode.json — { "limits", "dataDir" (default .codemode), "agentsDir",
+"workspace": { "write" } | false, "mcpServers": { "<name>": { "command", "args", "env" } } }.
+Programs reach upstream MCP tools as tools.<server>.<tool>(args).
+
+Exit codes: 0 success, 1 the program failed, 2 usage or configuration error.
+`;
+
+type Command = (argv: readonly string[], io: Io) => Promise<number>;
+
+const COMMANDS: Record<string, { run: Command; help: string }> = {
+  run: { run: runCommand, help: RUN_HELP },
+  mcp: { run: mcpCommand, help: MCP_HELP },
+  init: { run: initCommand, help: INIT_HELP },
+};
+
+export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+      const topic = command === "help" ? rest[0] : undefined;
+      if (topic !== undefined) {
+        const entry = COMMANDS[topic];
+        if (!entry) throw new UsageError(unknownCommand(topic));
+        await write(io.stdout, entry.help);
+      } else {
+        await write(command === undefined ? io.stderr : io.stdout, HELP);
+      }
+      return command === undefined ? EXIT_USAGE : EXIT_OK;
+    }
+    if (command === "--version" || command === "-v") {
+      await write(io.stdout, `${packageVersion()}\n`);
+      return EXIT_OK;
+    }
+    const entry = COMMANDS[command];
+    if (!entry) throw new UsageError(unknownCommand(command));
+    return await entry.run(rest, io);
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof ConfigError) {
+      await write(io.stderr, `${error.message}\n${error instanceof UsageError ? "Run codemode help for usage.\n" : ""}`);
+      return EXIT_USAGE;
+    }
+    await write(io.stderr, `codemode: ${(error as Error)?.message ?? String(error)}\n`);
+    return EXIT_FAILED;
+  }
+}
+
+function unknownCommand(name: string): string {
+  const known = Object.keys(COMMANDS);
+  return `codemode: unknown command "${name}"; did you mean "${closestNames(name, known, 1)[0]}"? Commands: ${known.join(", ")}, help`;
+}
+
+export function processIo(): Io {
+  return { cwd: process.cwd(), stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env };
+}

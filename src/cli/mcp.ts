@@ -1,0 +1,39 @@
+// `codemode mcp`: serve the runtime over MCP on stdio until the client disconnects.
+import { serveMcpStdio } from "../mcp/server.js";
+import { parseArgs, UsageError } from "./args.js";
+import { loadConfig } from "./config.js";
+import { EXIT_OK, write, type Io } from "./io.js";
+import { openRuntime } from "./runtime.js";
+
+export const MCP_HELP = `Usage: codemode mcp [--all-tools]
+
+Serves the runtime over MCP on stdio: ptc_run_code (its description lists every tool a program can
+call, with result types), tool_info and the runtime's other tools. Upstream MCP servers and the
+workspace tools from ./codemode.json are bound inside programs (tools.<server>.<tool>); with
+--all-tools they are also listed to the client directly.
+
+Client configuration (e.g. Claude Desktop, Claude Code, Cursor):
+  { "mcpServers": { "codemode": { "command": "npx", "args": ["codemode", "mcp"], "cwd": "<project>" } } }
+`;
+
+export async function mcpCommand(argv: readonly string[], io: Io): Promise<number> {
+  const { flags, positionals } = parseArgs("codemode mcp", argv, { "all-tools": { type: "boolean" }, help: { type: "boolean" } });
+  if (flags.help) {
+    await write(io.stdout, MCP_HELP);
+    return EXIT_OK;
+  }
+  if (positionals.length > 0) throw new UsageError(`codemode mcp: takes no arguments, got ${positionals.join(" ")}; configure upstream servers in codemode.json`);
+  const config = loadConfig(io.cwd);
+  const runtime = await openRuntime(config, io.cwd);
+  try {
+    for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
+    await serveMcpStdio(runtime.cm, {
+      stdin: io.stdin,
+      stdout: io.stdout,
+      ...(flags["all-tools"] ? {} : { hide: runtime.boundToolIds }),
+    });
+  } finally {
+    await runtime.close();
+  }
+  return EXIT_OK;
+}

@@ -1,0 +1,80 @@
+// `codemode run <file|->`: run one program with the configured tools; print `content` (or, with
+// --json, all three channels). Exit 0 when the program succeeded, 1 when it failed, 2 for usage.
+import { readFileSync, statSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs, parseDuration, UsageError } from "./args.js";
+import { loadConfig } from "./config.js";
+import { EXIT_FAILED, EXIT_OK, line, readAll, write, type Io } from "./io.js";
+import { openRuntime } from "./runtime.js";
+import { loadSession, saveSession } from "./sessions.js";
+
+export const RUN_HELP = `Usage: codemode run <file|-> [--json] [--timeout <duration>] [--session <name>]
+
+Runs a codemode program (JavaScript; top-level await; tools.* bindings) with the tools configured
+in ./codemode.json and prints what the program printed with text() (its "content").
+
+  <file|->             the program file, or - to read it from stdin
+  --json               print all three channels as JSON: content, structuredContent, details
+  --timeout <duration> wall-clock deadline: 5000, 5000ms, 30s or 2m (default 30s, at most 600s)
+  --session <name>     share store()/load() values with earlier runs of this session (kept in
+                       the data dir, <dataDir>/sessions/<name>.json)
+
+Exit codes: 0 the program succeeded, 1 it failed (the failure is printed on stderr), 2 usage error.
+`;
+
+const SESSION = /^[\w.:@-]{1,200}$/;
+
+export async function runCommand(argv: readonly string[], io: Io): Promise<number> {
+  const { flags, positionals } = parseArgs("codemode run", argv, {
+    json: { type: "boolean" },
+    timeout: { type: "string", value: "<duration>" },
+    session: { type: "string", value: "<name>" },
+    help: { type: "boolean" },
+  });
+  if (flags.help) {
+    await write(io.stdout, RUN_HELP);
+    return EXIT_OK;
+  }
+  if (positionals.length === 0) throw new UsageError(`codemode run: missing the program: give a file path, or - to read it from stdin`);
+  if (positionals.length > 1) throw new UsageError(`codemode run: expected one program file, got ${positionals.length}: ${positionals.join(" ")}`);
+  const timeoutMs = typeof flags.timeout === "string" ? parseDuration("codemode run", "timeout", flags.timeout) : undefined;
+  const session = flags.session as string | undefined;
+  if (session !== undefined && !SESSION.test(session)) {
+    throw new UsageError(`codemode run: --session must be 1–200 letters, digits, "_", ".", ":", "@" or "-", got "${session}"`);
+  }
+
+  const source = positionals[0]!;
+  let code: string;
+  if (source === "-") code = await readAll(io.stdin);
+  else {
+    const file = resolve(io.cwd, source);
+    let isFile = false;
+    try {
+      isFile = statSync(file).isFile();
+    } catch {
+      throw new UsageError(`codemode run: cannot read the program "${source}": no such file`);
+    }
+    if (!isFile) throw new UsageError(`codemode run: the program "${source}" is not a file`);
+    code = readFileSync(file, "utf8");
+  }
+  if (code.trim() === "") throw new UsageError(`codemode run: the program ${source === "-" ? "on stdin" : `"${source}"`} is empty`);
+
+  const config = loadConfig(io.cwd);
+  const runtime = await openRuntime(config, io.cwd);
+  try {
+    for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
+    if (session !== undefined) loadSession(runtime.cm, config.dataDir, session);
+    const result = await runtime.cm.run(code, { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(session === undefined ? {} : { session }) });
+    if (session !== undefined) saveSession(runtime.cm, config.dataDir, session);
+    const ok = result.structuredContent.status === "ok";
+    if (flags.json) {
+      await write(io.stdout, JSON.stringify(result, null, 2) + "\n");
+    } else {
+      const text = result.content.map((block) => block.text).join("\n");
+      await write(ok ? io.stdout : io.stderr, line(text));
+    }
+    return ok ? EXIT_OK : EXIT_FAILED;
+  } finally {
+    await runtime.close();
+  }
+}

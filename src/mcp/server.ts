@@ -1,0 +1,85 @@
+// `codemode mcp`: the runtime as an MCP server on stdio (official SDK). Every tool the runtime
+// offers a model (`cm.tools`: ptc_run_code, tool_info and whatever the runtime adds, e.g. the
+// ptc_* task tools) is listed with its input schema and, where it has one, its output schema.
+// Calls go through `cm.callTool`, so a failure is an `isError` result with a fixable message.
+import type { Readable, Writable } from "node:stream";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import type { Codemode } from "../codemode/codemode.js";
+import type { ToolCallResult, ToolDescriptor } from "../tools/index.js";
+import { packageVersion } from "./version.js";
+
+export interface McpServeOptions {
+  /** Tool ids to leave out of the listing (tools bound only for programs). */
+  hide?: ReadonlySet<string>;
+  stdin?: Readable;
+  stdout?: Writable;
+  /** Short text for the client about what this server is. */
+  instructions?: string;
+}
+
+/** The MCP listing entry of one descriptor. */
+export function mcpToolOf(descriptor: ToolDescriptor): McpTool {
+  const tool: McpTool = {
+    name: descriptor.id,
+    description: descriptor.description,
+    inputSchema: { type: "object", ...descriptor.input_schema } as McpTool["inputSchema"],
+  };
+  if (descriptor.output_views) {
+    // `result_view: "full"` returns the full record: either view is a valid result.
+    tool.outputSchema = { type: "object", anyOf: [descriptor.output_views.compact.schema, descriptor.output_views.full.schema] } as McpTool["outputSchema"];
+  } else if (descriptor.output_schema) {
+    tool.outputSchema = { type: "object", ...descriptor.output_schema } as McpTool["outputSchema"];
+  }
+  return tool;
+}
+
+/** The MCP result of one call: content for the model, structuredContent for programs and hosts. */
+export function mcpResultOf(result: ToolCallResult, hasOutputSchema: boolean): CallToolResult {
+  const out: CallToolResult = { content: result.content.map((block) => ({ type: "text", text: block.text })) };
+  const structured = result.structuredContent;
+  if (structured !== undefined) {
+    // An error record `{ error }` does not match the tool's declared output schema, and clients
+    // validate structuredContent against it: such errors travel as text (content) only.
+    const isErrorRecord = result.isError === true && Object.keys(structured).length === 1 && "error" in structured;
+    if (!(isErrorRecord && hasOutputSchema)) out.structuredContent = structured;
+  }
+  if (result.isError) out.isError = true;
+  return out;
+}
+
+export function createMcpServer(cm: Codemode, options: McpServeOptions = {}): Server {
+  const server = new Server(
+    { name: "codemode", version: packageVersion() },
+    { capabilities: { tools: {} }, ...(options.instructions ? { instructions: options.instructions } : {}) },
+  );
+  const listed = (): McpTool[] => cm.tools.filter((descriptor) => !options.hide?.has(descriptor.id)).map(mcpToolOf);
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed() }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const { name, arguments: args } = request.params;
+    const tool = listed().find((candidate) => candidate.name === name);
+    if (!tool) {
+      const names = listed().map((candidate) => candidate.name);
+      return { content: [{ type: "text", text: `no tool named "${name}"; this server offers: ${names.join(", ")}` }], isError: true };
+    }
+    const result = await cm.callTool(name, args ?? {}, { signal: extra.signal });
+    return mcpResultOf(result, tool.outputSchema !== undefined);
+  });
+  return server;
+}
+
+/** Serve until stdin ends or the client closes the connection. */
+export async function serveMcpStdio(cm: Codemode, options: McpServeOptions = {}): Promise<void> {
+  const stdin = options.stdin ?? process.stdin;
+  const server = createMcpServer(cm, options);
+  const transport = new StdioServerTransport(stdin, options.stdout ?? process.stdout);
+  const closed = new Promise<void>((resolve) => {
+    transport.onclose = () => resolve();
+    stdin.once("end", () => void server.close().then(resolve, resolve));
+    stdin.once("close", () => void server.close().then(resolve, resolve));
+  });
+  await server.connect(transport);
+  // server.connect replaces onclose with its own handler that still calls ours.
+  await closed;
+}

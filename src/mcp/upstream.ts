@@ -1,0 +1,201 @@
+// Upstream MCP servers (codemode.json `mcpServers`): each is started as a stdio client with the
+// official SDK and every tool it lists becomes a runtime Tool with `namespace: <server>`, so a
+// program calls it as `await tools.<server>.<tool>(args)`. A tool with an `outputSchema` gives
+// programs its `structuredContent`; one without gives its text; an `isError` result rejects.
+// A server that fails to start costs a warning, never the whole runtime.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import { defineTool, toolResult, toTool, ToolError, type Tool } from "../tools/index.js";
+import { isZodObject } from "../tools/project.js";
+import type { McpServerConfig } from "../cli/config.js";
+import { packageVersion } from "./version.js";
+
+export interface UpstreamOptions {
+  /** How long a server may take to start and list its tools (default 20 s). */
+  startupTimeoutMs?: number;
+}
+
+export interface UpstreamServer {
+  name: string;
+  status: "connected" | "failed";
+  tools: string[];
+  error?: string;
+}
+
+export interface Upstreams {
+  tools: Tool[];
+  servers: UpstreamServer[];
+  /** One line per problem: servers that did not start, tools that could not be bound. */
+  warnings: string[];
+  close(): Promise<void>;
+}
+
+const STDERR_TAIL = 2000;
+/** Tool calls are bounded by the run's own deadline and signal, not by the SDK's 60 s default. */
+const CALL_TIMEOUT_MS = 600_000;
+
+export async function connectUpstreams(servers: Record<string, McpServerConfig>, options: UpstreamOptions = {}): Promise<Upstreams> {
+  const entries = Object.entries(servers);
+  const connected = await Promise.all(entries.map(([name, config]) => connectOne(name, config, options.startupTimeoutMs ?? 20_000)));
+  const tools: Tool[] = [];
+  const warnings: string[] = [];
+  const clients: Client[] = [];
+  const report: UpstreamServer[] = [];
+  for (const result of connected) {
+    warnings.push(...result.warnings);
+    if (result.client) clients.push(result.client);
+    tools.push(...result.tools);
+    const entry: UpstreamServer = { name: result.name, status: result.error ? "failed" : "connected", tools: result.tools.map((tool) => tool.name) };
+    if (result.error) entry.error = result.error;
+    report.push(entry);
+  }
+  return {
+    tools,
+    servers: report,
+    warnings,
+    close: async () => {
+      await Promise.all(clients.map((client) => client.close().catch(() => undefined)));
+    },
+  };
+}
+
+interface Connected {
+  name: string;
+  client?: Client;
+  tools: Tool[];
+  warnings: string[];
+  error?: string;
+}
+
+async function connectOne(name: string, config: McpServerConfig, startupTimeoutMs: number): Promise<Connected> {
+  const transport = new StdioClientTransport({
+    command: config.command,
+    args: config.args,
+    env: { ...getDefaultEnvironment(), ...config.env },
+    ...(config.cwd ? { cwd: config.cwd } : {}),
+    stderr: "pipe",
+  });
+  // Keep the tail of the server's stderr for failure messages (and keep the pipe drained).
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_TAIL);
+  });
+  const client = new Client({ name: "codemode", version: packageVersion() }, { capabilities: {} });
+  const describeFailure = (error: unknown): string => {
+    const tail = stderr.trim();
+    const cmd = [config.command, ...config.args].join(" ");
+    return `MCP server "${name}" (${cmd}) failed to start: ${(error as Error)?.message ?? String(error)}${tail ? `; its stderr ends with: ${tail.slice(-500)}` : ""}`;
+  };
+  let listed: McpTool[];
+  try {
+    await client.connect(transport, { timeout: startupTimeoutMs });
+    listed = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : {}, { timeout: startupTimeoutMs });
+      listed.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor);
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    const message = describeFailure(error);
+    return { name, tools: [], warnings: [`${message}; its tools are not available (tools.${name}.*)`], error: message };
+  }
+  const tools: Tool[] = [];
+  const warnings: string[] = [];
+  for (const spec of listed) {
+    try {
+      tools.push(upstreamTool(name, client, spec, warnings));
+    } catch (error) {
+      warnings.push(`MCP server "${name}": tool "${spec.name}" cannot be bound: ${(error as Error).message}`);
+    }
+  }
+  return { name, client, tools, warnings };
+}
+
+/** Text of a call result for the model and for programs of tools without an output schema. */
+export function resultText(result: CallToolResult): string {
+  const parts: string[] = [];
+  for (const block of result.content ?? []) {
+    if (block.type === "text") parts.push(block.text);
+    else if (block.type === "image" || block.type === "audio") parts.push(`[${block.type}: ${block.mimeType}, ${Math.floor((block.data.length * 3) / 4)} bytes]`);
+    else if (block.type === "resource_link") parts.push(`[resource: ${block.uri}]`);
+    else if (block.type === "resource") parts.push("text" in block.resource && typeof block.resource.text === "string" ? block.resource.text : `[resource: ${block.resource.uri}]`);
+  }
+  return parts.join("\n");
+}
+
+function upstreamTool(server: string, client: Client, spec: McpTool, warnings: string[]): Tool {
+  const description = spec.description?.trim() || spec.title?.trim() || `Tool "${spec.name}" of the MCP server "${server}".`;
+  const input = convert(spec.inputSchema);
+  const output = spec.outputSchema ? convert(spec.outputSchema) : undefined;
+  if (spec.outputSchema && !output) {
+    warnings.push(`MCP server "${server}": the outputSchema of tool "${spec.name}" cannot be converted to a zod object; programs get its text instead of structuredContent`);
+  }
+
+  const call = async (args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> => {
+    let result: CallToolResult;
+    try {
+      result = (await client.callTool({ name: spec.name, arguments: args }, undefined, { signal, timeout: CALL_TIMEOUT_MS })) as CallToolResult;
+    } catch (error) {
+      if (signal.aborted) throw new ToolError("tool_aborted", `call to ${server}.${spec.name} was cancelled`);
+      throw new ToolError("tool_failed", `MCP server "${server}" could not run "${spec.name}": ${(error as Error).message}`, { reason: "upstream_unavailable" });
+    }
+    if (result.isError) {
+      const text = resultText(result);
+      throw new ToolError("tool_failed", text === "" ? `${server}.${spec.name} failed (the MCP server gave no message)` : text, { reason: "upstream_error" });
+    }
+    return result;
+  };
+
+  if (!input) {
+    // Not expressible in zod: bind it as given (the server validates its own input).
+    if (output) warnings.push(`MCP server "${server}": the inputSchema of tool "${spec.name}" cannot be converted; it is passed through unchecked and its output is text`);
+    return toTool({
+      name: spec.name,
+      namespace: server,
+      description,
+      inputSchema: spec.inputSchema as Record<string, unknown>,
+      execute: async (args: Record<string, unknown>, ctx: { signal: AbortSignal }) => resultText(await call(args, ctx.signal)),
+    });
+  }
+  if (output) {
+    return defineTool({
+      name: spec.name,
+      namespace: server,
+      description,
+      input,
+      output,
+      execute: async (args, ctx) => {
+        const result = await call(args as Record<string, unknown>, ctx.signal);
+        if (!result.structuredContent) {
+          throw new ToolError("tool_output_invalid", `${server}.${spec.name} declares an outputSchema but returned no structuredContent`, { reason: "schema_invalid" });
+        }
+        const text = resultText(result);
+        return toolResult(result.structuredContent as Record<string, unknown>, text === "" ? {} : { modelOutput: text });
+      },
+    });
+  }
+  return defineTool({
+    name: spec.name,
+    namespace: server,
+    description,
+    input,
+    execute: async (args, ctx) => resultText(await call(args as Record<string, unknown>, ctx.signal)),
+  });
+}
+
+/** A JSON Schema as a zod object, or undefined when zod cannot express it (refs, odd shapes). */
+function convert(schema: unknown): ReturnType<typeof z.object> | undefined {
+  try {
+    const converted = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+    if (!isZodObject(converted)) return undefined;
+    // defineTool renders it back to JSON Schema; refuse here what it would refuse there.
+    z.toJSONSchema(converted, { unrepresentable: "throw" });
+    return converted as unknown as ReturnType<typeof z.object>;
+  } catch {
+    return undefined;
+  }
+}
