@@ -30,6 +30,9 @@ export class SqliteTaskStore implements TaskStore {
     mkdirSync(this.logDir, { recursive: true });
     this.db = new Database(join(dataDir, "tasks.db"));
     this.db.pragma("journal_mode = WAL");
+    // In WAL mode NORMAL still survives a killed process (the case that matters for a host);
+    // only an OS crash can drop the last commits, and it saves an fsync per task transition.
+    this.db.pragma("synchronous = NORMAL");
     // Another host may hold the write lock for a moment; wait rather than fail.
     this.db.pragma("busy_timeout = 5000");
     this.db.exec(`
