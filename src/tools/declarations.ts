@@ -12,6 +12,9 @@ import { isPlainObject } from "./json.js";
 export const DEFAULT_DECLARATIONS_BUDGET = 24_000;
 
 type Schema = Record<string, unknown> | boolean;
+/** `#/$defs/<name>` → the type alias that renders it. */
+type Refs = ReadonlyMap<string, string>;
+const NO_REFS: Refs = new Map();
 
 function comment(text: string, indent: string): string {
   const safe = text.replace(/\*\//g, "*\\/").trim();
@@ -35,19 +38,19 @@ function union(parts: string[]): string {
 }
 
 /** A TypeScript type for a JSON Schema produced by zod (the subset its converter emits). */
-export function schemaToType(schema: Schema, indent = ""): string {
+export function schemaToType(schema: Schema, indent = "", refs: Refs = NO_REFS): string {
   if (schema === true || schema === undefined) return "unknown";
   if (schema === false) return "never";
   if (!isPlainObject(schema)) return "unknown";
   if (Object.hasOwn(schema, "const")) return literal(schema.const);
   if (Array.isArray(schema.enum)) return union(schema.enum.map(literal));
-  if (Array.isArray(schema.anyOf)) return union(schema.anyOf.map((s) => wrap(schemaToType(s as Schema, indent))));
-  if (Array.isArray(schema.oneOf)) return union(schema.oneOf.map((s) => wrap(schemaToType(s as Schema, indent))));
-  if (Array.isArray(schema.allOf)) return schema.allOf.map((s) => wrap(schemaToType(s as Schema, indent))).join(" & ");
-  // References (recursive schemas) are not inlined: a model can still read the value.
-  if (typeof schema.$ref === "string") return "unknown";
+  if (Array.isArray(schema.anyOf)) return union(schema.anyOf.map((s) => wrap(schemaToType(s as Schema, indent, refs))));
+  if (Array.isArray(schema.oneOf)) return union(schema.oneOf.map((s) => wrap(schemaToType(s as Schema, indent, refs))));
+  if (Array.isArray(schema.allOf)) return schema.allOf.map((s) => wrap(schemaToType(s as Schema, indent, refs))).join(" & ");
+  // Recursive schemas refer to their $defs, which the tool's namespace declares as aliases.
+  if (typeof schema.$ref === "string") return refs.get(schema.$ref) ?? "unknown";
   const type = schema.type;
-  if (Array.isArray(type)) return union(type.map((t) => wrap(schemaToType({ ...schema, type: t }, indent))));
+  if (Array.isArray(type)) return union(type.map((t) => wrap(schemaToType({ ...schema, type: t }, indent, refs))));
   switch (type) {
     case "string":
       return "string";
@@ -59,9 +62,9 @@ export function schemaToType(schema: Schema, indent = ""): string {
     case "null":
       return "null";
     case "array":
-      return arrayType(schema, indent);
+      return arrayType(schema, indent, refs);
     case "object":
-      return objectType(schema, indent);
+      return objectType(schema, indent, refs);
     default:
       return "unknown";
   }
@@ -71,22 +74,22 @@ function wrap(type: string): string {
   return type.includes(" | ") || type.includes(" & ") ? `(${type})` : type;
 }
 
-function arrayType(schema: Record<string, unknown>, indent: string): string {
+function arrayType(schema: Record<string, unknown>, indent: string, refs: Refs): string {
   if (Array.isArray(schema.prefixItems)) {
-    const items = schema.prefixItems.map((s) => schemaToType(s as Schema, indent));
-    if (schema.items !== false && schema.items !== undefined) items.push(`...${wrap(schemaToType(schema.items as Schema, indent))}[]`);
+    const items = schema.prefixItems.map((s) => schemaToType(s as Schema, indent, refs));
+    if (schema.items !== false && schema.items !== undefined) items.push(`...${wrap(schemaToType(schema.items as Schema, indent, refs))}[]`);
     return `[${items.join(", ")}]`;
   }
   if (schema.items === undefined) return "unknown[]";
-  return `${wrap(schemaToType(schema.items as Schema, indent))}[]`;
+  return `${wrap(schemaToType(schema.items as Schema, indent, refs))}[]`;
 }
 
-function objectType(schema: Record<string, unknown>, indent: string): string {
+function objectType(schema: Record<string, unknown>, indent: string, refs: Refs): string {
   const properties = isPlainObject(schema.properties) ? schema.properties : {};
   const required = new Set(Array.isArray(schema.required) ? (schema.required as string[]) : []);
   const keys = Object.keys(properties);
   const extra = schema.additionalProperties;
-  const open = extra !== undefined && extra !== false ? schemaToType(extra as Schema, `${indent}  `) : undefined;
+  const open = extra !== undefined && extra !== false ? schemaToType(extra as Schema, `${indent}  `, refs) : undefined;
   if (keys.length === 0) {
     const names = isPlainObject(schema.propertyNames) && Array.isArray(schema.propertyNames.enum) ? schema.propertyNames.enum : undefined;
     if (open !== undefined && names && names.length > 0 && names.every((n) => typeof n === "string")) {
@@ -103,7 +106,7 @@ function objectType(schema: Record<string, unknown>, indent: string): string {
   for (const key of keys) {
     const sub = properties[key] as Schema;
     if (isPlainObject(sub) && typeof sub.description === "string" && sub.description !== "") out += comment(sub.description, inner);
-    out += `${inner}${propertyKey(key)}${required.has(key) ? "" : "?"}: ${schemaToType(sub, inner)};\n`;
+    out += `${inner}${propertyKey(key)}${required.has(key) ? "" : "?"}: ${schemaToType(sub, inner, refs)};\n`;
   }
   if (open !== undefined) out += `${inner}[key: string]: ${open === "unknown" ? "unknown" : `${open} | undefined`};\n`;
   return `${out}${indent}}`;
@@ -113,30 +116,60 @@ function hasRequired(schema: Record<string, unknown>): boolean {
   return Array.isArray(schema.required) && schema.required.length > 0;
 }
 
+interface Part {
+  label: string;
+  schema: Record<string, unknown>;
+  refs: Map<string, string>;
+  aliases: [string, Record<string, unknown>][];
+  /** The schema refers to itself (`"$ref": "#"`): it needs an alias of its own. */
+  selfRef: boolean;
+}
+
+/** Each schema names its own $defs (zod converts them separately), so aliases carry the part's label. */
+function part(fn: string, label: string, schema: Record<string, unknown>): Part {
+  const refs = new Map<string, string>([["#", `${fn}.${label}`]]);
+  const aliases: [string, Record<string, unknown>][] = [];
+  if (isPlainObject(schema.$defs)) {
+    for (const [name, def] of Object.entries(schema.$defs)) {
+      const alias = `${label}_${name.replace(/[^A-Za-z0-9_$]/g, "_")}`;
+      refs.set(`#/$defs/${name}`, `${fn}.${alias}`);
+      if (isPlainObject(def)) aliases.push([alias, def]);
+    }
+  }
+  return { label, schema, refs, aliases, selfRef: JSON.stringify(schema).includes('"$ref":"#"') };
+}
+
 /** One tool's declaration, indented for its namespace. */
 function renderTool(tool: Tool, indent: string): string {
   const impl = toolInternals(tool, "renderDeclarations: tools[]");
   const fn = tool.path[tool.path.length - 1]!;
-  const input = impl.inputJsonSchema;
-  const optionalArgs = !hasRequired(input);
+  const input = part(fn, "Input", impl.inputJsonSchema);
+  const optionalArgs = !hasRequired(input.schema);
   const inner = `${indent}  `;
+  const aliasLines = (parts: Part[]): string =>
+    parts.flatMap((p) => p.aliases.map(([alias, def]) => `${inner}type ${alias} = ${schemaToType(def, inner, p.refs)};\n`)).join("");
   let doc = tool.description;
   if (impl.views) {
-    const inputType = schemaToType(input, inner);
+    const compact = part(fn, "Compact", impl.views.compact.schema);
+    const full = part(fn, "Full", impl.views.full.schema);
     doc += `\nResolves to the compact view; pass result_view: "full" for the full record.`;
     let out = comment(doc, indent);
     out += `${indent}function ${fn}(args${optionalArgs ? "?" : ""}: ${fn}.Input & { result_view?: "compact" }): Promise<${fn}.Compact>;\n`;
     out += `${indent}function ${fn}(args: ${fn}.Input & { result_view: "full" }): Promise<${fn}.Full>;\n`;
     out += `${indent}namespace ${fn} {\n`;
-    out += `${inner}type Input = ${inputType};\n`;
-    out += `${inner}type Compact = ${schemaToType(impl.views.compact.schema, inner)};\n`;
-    out += `${inner}type Full = ${schemaToType(impl.views.full.schema, inner)};\n`;
-    out += `${indent}}\n`;
-    return out;
+    for (const p of [input, compact, full]) out += `${inner}type ${p.label} = ${schemaToType(p.schema, inner, p.refs)};\n`;
+    out += aliasLines([input, compact, full]);
+    return `${out}${indent}}\n`;
   }
-  const output = impl.output ? schemaToType(impl.output.schema, indent) : "string";
-  if (!impl.output) doc += "\nResolves to the tool's text output.";
-  return `${comment(doc, indent)}${indent}function ${fn}(args${optionalArgs ? "?" : ""}: ${schemaToType(input, indent)}): Promise<${output}>;\n`;
+  const output = impl.output ? part(fn, "Output", impl.output.schema) : undefined;
+  if (!output) doc += "\nResolves to the tool's text output.";
+  const parts = output ? [input, output] : [input];
+  const typeOf = (p: Part): string => (p.selfRef ? `${fn}.${p.label}` : schemaToType(p.schema, indent, p.refs));
+  let out = `${comment(doc, indent)}${indent}function ${fn}(args${optionalArgs ? "?" : ""}: ${typeOf(input)}): Promise<${output ? typeOf(output) : "string"}>;\n`;
+  const selfAliases = parts.filter((p) => p.selfRef).map((p) => `${inner}type ${p.label} = ${schemaToType(p.schema, inner, p.refs)};\n`);
+  const aliases = selfAliases.join("") + aliasLines(parts);
+  if (aliases !== "") out += `${indent}namespace ${fn} {\n${aliases}${indent}}\n`;
+  return out;
 }
 
 function looseTool(tool: Tool, indent: string): string {
@@ -187,11 +220,11 @@ export function renderDeclarations(tools: readonly Tool[], options: { budgetByte
     if (namespaceTool) throw new TypeError(`renderDeclarations: tool "${namespaceTool.id}" and namespace "${tool.namespace}" both become tools.${tool.path[0]}; rename one`);
   }
 
-  const rendered = tools.map((tool) => renderTool(tool, tool.path.length === 1 ? "  " : "    "));
+  const rendered = new Map(tools.map((tool) => [tool, renderTool(tool, tool.path.length === 1 ? "  " : "    ")]));
   const grouped = group(tools);
   const assemble = (full: Set<Tool>): string => {
     const body = (list: Tool[], indent: string): string =>
-      list.map((t) => (full.has(t) ? rendered[tools.indexOf(t)]! : looseTool(t, indent))).join("");
+      list.map((t) => (full.has(t) ? rendered.get(t)! : looseTool(t, indent))).join("");
     const loose = tools.filter((t) => !full.has(t));
     let out = "declare namespace tools {\n";
     if (loose.length > 0) {
@@ -211,8 +244,8 @@ export function renderDeclarations(tools: readonly Tool[], options: { budgetByte
   const baseline = Buffer.byteLength(assemble(new Set()));
   const chosen: Tool[] = [];
   let estimate = baseline;
-  tools.forEach((tool, i) => {
-    const extra = Buffer.byteLength(rendered[i]!) - Buffer.byteLength(looseTool(tool, tool.path.length === 1 ? "  " : "    "));
+  tools.forEach((tool) => {
+    const extra = Buffer.byteLength(rendered.get(tool)!) - Buffer.byteLength(looseTool(tool, tool.path.length === 1 ? "  " : "    "));
     if (estimate + extra <= budget) {
       chosen.push(tool);
       estimate += extra;

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { defineTool, renderDeclarations, toTool, toolInfoTool, type Tool } from "../../src/tools/index.js";
+import { defineTool, invokeTool, renderDeclarations, toTool, toolInfoTool, type Tool } from "../../src/tools/index.js";
 import { newCalls, sessionStatusTool, skillViewTool } from "./sample-tools.js";
 
 const TSC = resolve("node_modules/typescript/bin/tsc");
@@ -60,6 +60,22 @@ function kitchenSink(): Tool {
   });
 }
 
+function treeTool(): Tool {
+  const category: z.ZodObject = z.object({
+    name: z.string(),
+    get subs() {
+      return z.array(category);
+    },
+  });
+  return defineTool({
+    name: "tree",
+    description: "A category tree.",
+    input: z.object({}),
+    output: category,
+    execute: () => ({ name: "root", secret: 1, subs: [{ name: "leaf", subs: [], secret: 2 }] }),
+  });
+}
+
 describe("renderDeclarations", () => {
   it("renders views as overloads with Input/Compact/Full types, single results inline, plain tools as text", () => {
     const text = renderDeclarations(sampleTools());
@@ -78,7 +94,7 @@ describe("renderDeclarations", () => {
   it("type-checks with tsc together with a correct program, and fails on a program that reads a field the compact view lacks", () => {
     const dir = mkdtempSync(join(tmpdir(), "codemode-decl-"));
     try {
-      writeFileSync(join(dir, "tools.d.ts"), renderDeclarations([...sampleTools(), kitchenSink()]));
+      writeFileSync(join(dir, "tools.d.ts"), renderDeclarations([...sampleTools(), kitchenSink(), treeTool()]));
       writeFileSync(
         join(dir, "pass.ts"),
         [
@@ -101,7 +117,10 @@ describe("renderDeclarations", () => {
           "  const maybe: number | undefined = sink.sparse.k2;",
           "  const status: \"ok\" | \"failed\" = sink.status;",
           "  const row: [string, number] = sink.row;",
-          "  return [id, generation, policy, lines, created, removed, digest, a, extra, k1, maybe, status, row].join();",
+          "  const grandchild: string | undefined = sink.tree.children[0]?.children[0]?.name;",
+          "  const node: tools.kitchen_sink.Output___schema0 = sink.tree;",
+          "  const leaf: string | undefined = (await tools.tree()).subs[0]?.subs[0]?.name;",
+          "  return [id, generation, policy, lines, created, removed, digest, a, extra, k1, maybe, status, row, grandchild, node.name, leaf].join();",
           "}",
           "",
         ].join("\n"),
@@ -132,6 +151,35 @@ describe("renderDeclarations", () => {
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it("declares recursive schemas through aliases in the tool's namespace", () => {
+    const text = renderDeclarations([kitchenSink()]);
+    expect(text).toContain("  }): Promise<{\n    tree: kitchen_sink.Output___schema0;\n");
+    expect(text).toContain("  namespace kitchen_sink {\n    type Output___schema0 = {\n      name: string;\n      children: kitchen_sink.Output___schema0[];\n    };\n  }\n");
+  });
+
+  it("declares a schema that refers to itself through an alias of its own", () => {
+    expect(renderDeclarations([treeTool()])).toBe(
+      [
+        "declare namespace tools {",
+        "  /** A category tree. */",
+        "  function tree(args?: {}): Promise<tree.Output>;",
+        "  namespace tree {",
+        "    type Output = {",
+        "      name: string;",
+        "      subs: tree.Output[];",
+        "    };",
+        "  }",
+        "}",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("projects through a self-referring schema, dropping undeclared keys at every depth", async () => {
+    const result = await invokeTool(treeTool(), {}, { ctx: { signal: new AbortController().signal, callId: "c", runId: "r", depth: 0 } });
+    expect(result.structuredContent).toStrictEqual({ name: "root", subs: [{ name: "leaf", subs: [] }] });
+  });
 
   it("over budget: renders what fits and declares the rest by name, within the budget", () => {
     const tools = sampleTools();
