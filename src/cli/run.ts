@@ -66,6 +66,8 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
     if (session !== undefined) loadSession(runtime.cm, config.dataDir, session);
     const result = await runtime.cm.run(code, { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(session === undefined ? {} : { session }) });
     if (session !== undefined) saveSession(runtime.cm, config.dataDir, session);
+    // Upstream servers that did not start are part of this run's story too.
+    if (runtime.warnings.length > 0) result.details.warnings = [...runtime.warnings, ...result.details.warnings];
     const ok = result.structuredContent.status === "ok";
     if (flags.json) {
       await write(io.stdout, JSON.stringify(result, null, 2) + "\n");

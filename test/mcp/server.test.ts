@@ -1,0 +1,123 @@
+// `codemode mcp` through the official SDK client over stdio, as an MCP host would use it.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BINDING_CONTRACT, createCodemode } from "../../src/index.js";
+import { CLI, inventoryConfig, tempProject } from "./helpers.js";
+
+async function connect(cwd: string, args: string[] = []): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp", ...args], cwd, stderr: "pipe" });
+  let stderr = "";
+  transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const client = new Client({ name: "codemode-test", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, stderr: () => stderr };
+}
+
+const text = (result: { content?: unknown }) => (result.content as Array<{ type: string; text: string }>).map((block) => block.text).join("\n");
+
+describe("codemode mcp", () => {
+  let client: Client;
+  let stderr: () => string;
+  let runtimeToolIds: string[];
+
+  beforeAll(async () => {
+    const cwd = tempProject(inventoryConfig({ broken: { command: "/nonexistent/codemode-test-server" } }), { "notes.md": "line one\nline two\n" });
+    ({ client, stderr } = await connect(cwd));
+    // What the runtime itself offers a model, whatever it grows to: the server lists exactly that.
+    const cm = await createCodemode({ workers: { min: 0 } });
+    runtimeToolIds = cm.tools.map((tool) => tool.id);
+    await cm.close();
+  });
+  afterAll(async () => {
+    await client?.close();
+  });
+
+  it("lists the runtime's own tools with input schemas (and output schemas where they have one)", async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name)).toEqual(runtimeToolIds);
+    expect(runtimeToolIds).toEqual(expect.arrayContaining(["ptc_run_code", "tool_info"]));
+    for (const tool of tools) expect(tool.inputSchema.type).toBe("object");
+    const run = tools.find((tool) => tool.name === "ptc_run_code")!;
+    expect(run.inputSchema.required).toEqual(["code"]);
+    expect(Object.keys(run.inputSchema.properties!)).toEqual(["code", "timeout_ms", "session"]);
+    expect(run.outputSchema?.required).toEqual(["duration_ms", "status", "tool_calls"]);
+    // The description is the binding contract plus declarations of what programs can reach:
+    // the upstream server's tools and the workspace tools, which are not listed themselves.
+    expect(run.description!.startsWith(BINDING_CONTRACT)).toBe(true);
+    expect(run.description).toContain("get_item");
+    expect(run.description).toContain("read_file");
+    expect(tools.some((tool) => tool.name.startsWith("inventory."))).toBe(false);
+  });
+
+  it("reports an upstream server that failed to start on stderr and keeps serving", () => {
+    expect(stderr()).toContain(
+      'codemode: warning: MCP server "broken" (/nonexistent/codemode-test-server) failed to start: spawn /nonexistent/codemode-test-server ENOENT; its tools are not available (tools.broken.*)',
+    );
+  });
+
+  it("runs a program through ptc_run_code: content for the model, structuredContent for the host", async () => {
+    const code = `const item = await tools.inventory.get_item({ sku: "A-1" });
+const notes = await tools.read_file({ path: "notes.md" });
+text(\`\${item.name}: \${item.stock}; notes have \${notes.total_lines} lines\`);
+return item.stock;`;
+    const result = await client.callTool({ name: "ptc_run_code", arguments: { code } });
+    expect(result.isError).toBeUndefined();
+    expect(text(result)).toBe("anvil: 3; notes have 2 lines");
+    expect(result.structuredContent).toMatchObject({ status: "ok", value: 3, tool_calls: 2 });
+  });
+
+  it("a failed program is an isError result whose structuredContent still matches the output schema", async () => {
+    const result = await client.callTool({ name: "ptc_run_code", arguments: { code: `await tools.inventory.explode({});` } });
+    expect(result.isError).toBe(true);
+    expect(text(result)).toBe(
+      "Script failed (exception): ToolError: the warehouse is on fire\n\nTool calls made before the failure (not undone):\n- tools.inventory.explode: error",
+    );
+    expect(result.structuredContent).toMatchObject({ status: "error", error: { kind: "exception", message: "ToolError: the warehouse is on fire" }, tool_calls: 1 });
+  });
+
+  it("a bad argument is an isError result that names the field and the expected type", async () => {
+    const result = await client.callTool({ name: "ptc_run_code", arguments: { code: 42 } });
+    expect(result.isError).toBe(true);
+    expect(text(result)).toBe('tool "ptc_run_code" input "code" must be string, received number');
+    expect(result.structuredContent).toBeUndefined();
+  });
+
+  it("an unknown tool is an isError result listing the tools there are", async () => {
+    const result = await client.callTool({ name: "ptc_run_kode", arguments: {} });
+    expect(result.isError).toBe(true);
+    expect(text(result)).toBe(`no tool named "ptc_run_kode"; this server offers: ${runtimeToolIds.join(", ")}`);
+  });
+
+  it("tool_info describes an upstream tool a program can reach", async () => {
+    const result = await client.callTool({ name: "tool_info", arguments: { tool_id: "inventory.get_item" } });
+    expect(result.isError).toBeUndefined();
+    const descriptor = (result.structuredContent as { tool: { descriptor: Record<string, unknown> } }).tool.descriptor;
+    expect(descriptor.id).toBe("inventory.get_item");
+    expect(descriptor.description).toBe("Look up one item by SKU.");
+    expect((descriptor.output_schema as { required: string[] }).required).toEqual(["name", "sku", "stock"]);
+  });
+});
+
+describe("codemode mcp --all-tools", () => {
+  it("also lists the bound tools, callable directly with their structuredContent", async () => {
+    const { client } = await connect(tempProject(inventoryConfig()), ["--all-tools"]);
+    try {
+      const { tools } = await client.listTools();
+      const names = tools.map((tool) => tool.name);
+      expect(names).toEqual(expect.arrayContaining(["ptc_run_code", "tool_info", "read_file", "list_files", "search_files", "inventory.get_item", "inventory.list-skus"]));
+      expect(names).not.toContain("write_file");
+      // A tool with result views accepts either view as its result.
+      const list = tools.find((tool) => tool.name === "list_files")!;
+      expect((list.outputSchema as { anyOf: unknown[] }).anyOf).toHaveLength(2);
+      const result = await client.callTool({ name: "inventory.get_item", arguments: { sku: "B-2" } });
+      expect(text(result)).toBe("bucket: 0 in stock");
+      expect(result.structuredContent).toEqual({ sku: "B-2", name: "bucket", stock: 0, warehouse: "south" });
+      const full = await client.callTool({ name: "list_files", arguments: { pattern: "*.json", result_view: "full" } });
+      expect((full.structuredContent as { files: string[]; entries: unknown[] }).files).toEqual(["codemode.json"]);
+      expect((full.structuredContent as { entries: unknown[] }).entries).toHaveLength(1);
+    } finally {
+      await client.close();
+    }
+  });
+});
