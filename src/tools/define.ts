@@ -69,9 +69,10 @@ interface BaseDefinition<I extends ZObject> {
 export interface ViewsToolDefinition<I extends ZObject, C extends ZObject, F extends ZObject> extends BaseDefinition<I> {
   views: { compact: C; full: F };
   output?: undefined;
-  execute(input: zc.output<I>, ctx: ToolContext): Returned<zc.input<F>>;
-  toModelOutput?(record: zc.input<F>): unknown;
-  toDetails?(record: zc.input<F>): unknown;
+  // Keys beyond the full view (host-only fields) are allowed; no view ever shows them.
+  execute(input: zc.output<I>, ctx: ToolContext): Returned<zc.input<F> & Record<string, unknown>>;
+  toModelOutput?(record: zc.input<F> & Record<string, unknown>): unknown;
+  toDetails?(record: zc.input<F> & Record<string, unknown>): unknown;
 }
 
 export interface OutputToolDefinition<I extends ZObject, O extends ZObject> extends BaseDefinition<I> {
