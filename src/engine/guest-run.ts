@@ -6,6 +6,7 @@
 // waits for the next host event — a tool result, a timer, an abort or the deadline.
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
 import type { WasmInstance } from "./wasm-instance.js";
+import { closestNames } from "../tools/identifiers.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, GuestError, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
 
 /** The program is wrapped so that top-level `await` and `return` work; kept on line 1 so line numbers match. */
@@ -65,12 +66,26 @@ export class GuestRun {
     const deferred = this.inflight.get(message.callId);
     if (!deferred) return;
     this.inflight.delete(message.callId);
-    const value = this.context.newString(message.json);
+    const value = message.ok ? this.context.newString(message.json) : this.newGuestError(JSON.parse(message.json));
     if (message.ok) deferred.resolve(value);
     else deferred.reject(value);
     value.dispose();
     deferred.dispose();
     this.wake?.();
+  }
+
+  /** An Error the program can catch: name, message, and the machine-readable code and reason. */
+  private newGuestError(payload: { name: string; code?: string; reason?: string; message: string }): QuickJSHandle {
+    const { context } = this;
+    const error = context.newError({ name: payload.name, message: payload.message });
+    for (const key of ["code", "reason"] as const) {
+      const value = payload[key];
+      if (value === undefined) continue;
+      const handle = context.newString(value);
+      context.setProp(error, key, handle);
+      handle.dispose();
+    }
+    return error;
   }
 
   abort(): void {
@@ -86,7 +101,6 @@ export class GuestRun {
       this.runtime = instance.module.newRuntime();
       this.runtime.setMemoryLimit(request.limits.memoryBytes);
       this.runtime.setMaxStackSize(request.limits.stackBytes);
-      this.runtime.setInterruptHandler(() => this.shouldInterrupt());
       this.context = this.runtime.newContext();
       outcome = await this.runProgram();
     } catch (error) {
@@ -95,7 +109,6 @@ export class GuestRun {
       outcome = { ok: false, error: { kind: "sandbox", message: `the sandbox engine failed: ${describeHostError(error)}` } };
     }
     const pendingCalls = [...this.inflight.keys()];
-    if (!this.teardown()) discarded = true;
     if (discarded) instance.dead = true;
     if (this.consoleDropped > 0) this.warnings.push(`${this.consoleDropped} console lines were dropped (limit ${CONSOLE_LINES} per run)`);
     this.flush();
@@ -127,13 +140,17 @@ export class GuestRun {
     const preludeResult = context.evalCode(this.prelude, PRELUDE_FILE, { type: "global", strict: true });
     if (preludeResult.error) {
       const description = context.dump(preludeResult.error);
+      preludeResult.error.dispose();
       throw new Error(`the guest prelude failed to start: ${JSON.stringify(description)}`);
     }
     const hostInterface = preludeResult.value;
     const serialise = context.getProp(hostInterface, "result");
     const describe = context.getProp(hostInterface, "error");
     hostInterface.dispose();
+    // Only the user's program is interruptible: the prelude is ours, short, and must finish.
+    runtime.setInterruptHandler(() => this.shouldInterrupt());
     try {
+      if (this.shouldInterrupt()) return { ok: false, error: this.stopError() };
       const evaluated = context.evalCode(PROGRAM_PREFIX + request.code + PROGRAM_SUFFIX, PROGRAM_FILE, { type: "global" });
       if (evaluated.error) {
         const error = this.describeError(describe, evaluated.error);
@@ -149,7 +166,6 @@ export class GuestRun {
     } finally {
       serialise.dispose();
       describe.dispose();
-      void runtime;
     }
   }
 
@@ -318,6 +334,8 @@ export class GuestRun {
       case "clearTimer":
         this.clearTimer(context.getNumber(args[1]));
         return undefined;
+      case "unknownTool":
+        return context.newString(unknownToolMessage(this.request.tools, context.getString(args[1]), context.getString(args[2])));
       default:
         throw new TypeError(`unknown host operation ${JSON.stringify(op)}`);
     }
@@ -352,7 +370,7 @@ export class GuestRun {
 
   /** Reject at once; the promise handle is returned to the guest, which takes ownership of it. */
   private rejectNow(deferred: QuickJSDeferredPromise, payload: { name: string; code: string; message: string }): void {
-    const value = this.context.newString(JSON.stringify(payload));
+    const value = this.newGuestError(payload);
     deferred.reject(value);
     value.dispose();
   }
@@ -433,8 +451,15 @@ export class GuestRun {
     this.pendingConsole = [];
   }
 
-  /** Release every handle, then the context and runtime. Returns false if the instance must be discarded. */
-  private teardown(): boolean {
+  /**
+   * Release every handle, then the context and runtime; called after the result is posted, off
+   * the run's critical path. An instance that cannot tear down cleanly is marked dead.
+   */
+  teardown(): void {
+    if (!this.release()) this.instance.dead = true;
+  }
+
+  private release(): boolean {
     for (const timer of this.timers.values()) {
       clearTimeout(timer.handle);
       safely(() => timer.deferred.dispose());
@@ -448,6 +473,22 @@ export class GuestRun {
     if (this.runtime?.alive) clean = safely(() => this.runtime.dispose()) && clean;
     return clean;
   }
+}
+
+/** "tools.x is not a tool", with the closest names a model most likely meant. */
+function unknownToolMessage(paths: readonly string[], prefix: string, key: string): string {
+  const names = new Set<string>();
+  for (const path of paths) {
+    const dot = path.indexOf(".");
+    if (prefix === "") names.add(dot < 0 ? path : path.slice(0, dot));
+    else if (dot >= 0 && path.slice(0, dot) === prefix) names.add(path.slice(dot + 1));
+  }
+  const where = prefix ? `tools.${prefix}` : "tools";
+  const known = [...names];
+  const suggestions = closestNames(key, known);
+  const hint = suggestions.length ? ` Did you mean ${suggestions.map((name) => `${where}.${name}`).join(", ")}?` : "";
+  const list = known.length ? ` Available: ${known.slice(0, 40).join(", ")}${known.length > 40 ? ", …" : ""}.` : " No tools are bound.";
+  return `${where}.${key} is not a tool.${hint}${list}`;
 }
 
 function safely(action: () => void): boolean {

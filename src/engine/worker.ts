@@ -80,14 +80,16 @@ async function run(request: RunRequest): Promise<void> {
     });
     return;
   }
-  current = new GuestRun(instance, request, config.prelude, abortFlag, post);
-  const done = await current.execute();
+  const guest = new GuestRun(instance, request, config.prelude, abortFlag, post);
+  current = guest;
+  const done = await guest.execute();
   current = undefined;
+  post(done);
+  guest.teardown();
   instance.runs++;
   if (instance.dead) {
     for (const [key, value] of instances) if (value === instance) instances.delete(key);
   }
-  post(done);
   // Replenish the spare after answering, off the critical path of the run that just ended.
   if (!spare) setImmediate(() => prepareSpare(pagesFor(config.defaultMemoryBytes)));
 }
