@@ -1,7 +1,7 @@
 /** The tool contract (SPEC §2, §3, §6): definitions, invocation, channels, descriptors, declarations. */
 export { defineTool, toTool, isTool } from "./define.js";
 export type { Tool, ViewsToolDefinition, OutputToolDefinition, TextToolDefinition, PlainToolDefinition } from "./define.js";
-export { invokeTool } from "./invoke.js";
+export { invokeTool, projectViews, assertToolViews } from "./invoke.js";
 export type { InvokeOptions } from "./invoke.js";
 export { errorResult, guestValue, toolResult, asToolResult } from "./result.js";
 export { ToolError, isToolError, guestError, messageOf, GUEST_MESSAGE_LIMIT } from "./errors.js";

@@ -104,6 +104,29 @@ function projectView(tool: Tool, plan: ViewPlan, record: unknown): Record<string
   return parsed.data as Record<string, unknown>;
 }
 
+/**
+ * Both views of one record, as programs would receive them, without running the tool: for tests
+ * of any tool with views (pair with `assertViewSubset`) and for hosts that replay stored records.
+ */
+export function projectViews(tool: Tool, record: unknown): { compact: Record<string, unknown>; full: Record<string, unknown> } {
+  const impl = toolInternals(tool, "projectViews: tool");
+  if (!impl.views) throw new TypeError(`projectViews: tool "${tool.id}" has no result views`);
+  return { compact: projectView(tool, impl.views.compact, record), full: projectView(tool, impl.views.full, record) };
+}
+
+/**
+ * The check every tool with views owes its callers, in one call: both views project `record`
+ * and the compact one is a subset of the full one. Throws naming the tool and the first bad path.
+ */
+export function assertToolViews(tool: Tool, record: unknown): void {
+  const { compact, full } = projectViews(tool, record);
+  try {
+    assertViewSubset(compact, full);
+  } catch (err) {
+    throw new Error(`tool "${tool.id}": ${messageOf(err)}`);
+  }
+}
+
 interface Overrides {
   modelOutput?: { value: unknown };
   details?: { value: unknown };

@@ -1,7 +1,7 @@
 import { describe, it, expect } from "vitest";
 import fc from "fast-check";
 import { z } from "zod";
-import { assertViewSubset, defineTool, invokeTool, type ToolContext } from "../../src/tools/index.js";
+import { assertToolViews, assertViewSubset, defineTool, invokeTool, projectViews, ToolError, type ToolContext } from "../../src/tools/index.js";
 import { compileProjector } from "../../src/tools/project.js";
 import { compactSession, fullSession, newCalls, sessionStatusTool, type FullSession } from "./sample-tools.js";
 
@@ -119,6 +119,38 @@ describe("view projection, property-based", () => {
       }),
       { numRuns: 100 },
     );
+  });
+});
+
+describe("projectViews / assertToolViews", () => {
+  it("project both views of a record without running the tool", () => {
+    const calls = newCalls();
+    const tool = sessionStatusTool(calls);
+    fc.assert(
+      fc.property(fullRecord, (record) => {
+        assertToolViews(tool, record);
+        const { compact, full } = projectViews(tool, record);
+        expect(compactSession.parse(compact)).toStrictEqual(compact);
+        expect(fullSession.parse(full)).toStrictEqual(full);
+      }),
+      { numRuns: 100 },
+    );
+    expect(calls.count).toBe(0);
+  });
+
+  it("name the tool and the path when a record breaks the promise", () => {
+    const tool = defineTool({
+      name: "drifting",
+      description: "Compact defaults a field that full leaves out.",
+      input: z.object({}),
+      views: { compact: z.object({ n: z.number().default(1) }), full: z.object({ n: z.number().optional() }) },
+      execute: () => ({}),
+    });
+    expect(() => assertToolViews(tool, {})).toThrow(new Error('tool "drifting": compact view has $.n, the full view does not'));
+    expect(() => assertToolViews(tool, { n: 2 })).not.toThrow();
+    expect(() => projectViews(tool, { n: "x" })).toThrow(ToolError);
+    const single = defineTool({ name: "single", description: "d", input: z.object({}), output: z.object({}), execute: () => ({}) });
+    expect(() => projectViews(single, {})).toThrow(new TypeError('projectViews: tool "single" has no result views'));
   });
 });
 
