@@ -37,7 +37,7 @@ const SERVER_KEYS = ["command", "args", "env", "cwd", "type"];
 const SERVER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 
 function kind(value: unknown): string {
-  if (value === null) return "null";
+  if (value === null || value === undefined) return String(value);
   if (Array.isArray(value)) return "an array";
   if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)}`;
   if (typeof value === "object") return "an object";

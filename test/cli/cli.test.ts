@@ -1,0 +1,141 @@
+// The built `codemode` CLI, spawned as a user runs it: outputs, channels and exit codes.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { inventoryConfig, runCli, tempProject } from "../mcp/helpers.js";
+
+describe("codemode run", () => {
+  it("prints the program's text() output and exits 0", async () => {
+    const cwd = tempProject(undefined, { "prog.js": `text("hello "); text({ n: 1 }); console.log("not for the model");` });
+    expect(await runCli(["run", "prog.js"], { cwd })).toEqual({ code: 0, stdout: 'hello \n{"n":1}\n', stderr: "" });
+  });
+
+  it("reads the program from stdin with -, and renders a return value when nothing was printed", async () => {
+    const cwd = tempProject();
+    expect(await runCli(["run", "-"], { cwd, stdin: "return [1, 2].map((x) => x * 2);" })).toEqual({ code: 0, stdout: "[\n  2,\n  4\n]\n", stderr: "" });
+  });
+
+  it("--json prints all three channels", async () => {
+    const cwd = tempProject(undefined, { "a.txt": "alpha\n", "prog.js": `const f = await tools.read_file({ path: "a.txt" }); console.warn("read", f.path); text(f.content); return f.total_lines;` });
+    const result = await runCli(["run", "prog.js", "--json"], { cwd });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe("");
+    const out = JSON.parse(result.stdout);
+    expect(Object.keys(out)).toEqual(["content", "structuredContent", "details"]);
+    expect(out.content).toEqual([{ type: "text", text: "alpha" }]);
+    expect(out.structuredContent).toMatchObject({ status: "ok", value: 1, tool_calls: 1 });
+    expect(out.details.console).toEqual([{ level: "warn", text: "read a.txt" }]);
+    expect(out.details.calls).toMatchObject([{ id: 1, tool: "read_file", args: '{"path":"a.txt"}', status: "ok" }]);
+    expect(out.details.warnings).toEqual([]);
+  });
+
+  it("a failed program exits 1 with the failure and the receipt on stderr", async () => {
+    const cwd = tempProject(undefined, { "bad.js": `text("partial");\nawait tools.list_files({ pattern: "*.js" });\nnull.x;` });
+    expect(await runCli(["run", "bad.js"], { cwd })).toEqual({
+      code: 1,
+      stdout: "",
+      stderr:
+        "Script failed (exception): TypeError: cannot read property 'x' of null (line 3, column 5)\n\npartial\n\nTool calls made before the failure (not undone):\n- tools.list_files: ok\n",
+    });
+  });
+
+  it("--json of a failed program still exits 1, with isError and the error in structuredContent", async () => {
+    const cwd = tempProject();
+    const result = await runCli(["run", "-", "--json", "--timeout", "300ms"], { cwd, stdin: "for (;;) {}" });
+    expect(result.code).toBe(1);
+    const out = JSON.parse(result.stdout);
+    expect(out.isError).toBe(true);
+    expect(out.structuredContent.status).toBe("error");
+    expect(out.structuredContent.error.kind).toBe("timeout");
+  });
+
+  it("--session keeps store()/load() values between runs in the data dir", async () => {
+    const cwd = tempProject({ dataDir: "state" });
+    const first = await runCli(["run", "-", "--session", "s1"], { cwd, stdin: `store("count", (load("count") ?? 0) + 1); return load("count");` });
+    const second = await runCli(["run", "-", "--session", "s1"], { cwd, stdin: `store("count", (load("count") ?? 0) + 1); return load("count");` });
+    const other = await runCli(["run", "-", "--session", "s2"], { cwd, stdin: `return load("count") ?? "empty";` });
+    expect([first.stdout, second.stdout, other.stdout]).toEqual(["1\n", "2\n", '"empty"\n']);
+    expect(JSON.parse(readFileSync(join(cwd, "state", "sessions", "s1.json"), "utf8"))).toEqual({ count: 2 });
+    expect(existsSync(join(cwd, "state", "sessions", "s2.json"))).toBe(false);
+  });
+
+  it("binds upstream MCP servers from codemode.json and reports one that does not start, without failing", async () => {
+    const cwd = tempProject(inventoryConfig({ gone: { command: "/nonexistent/codemode-cli-server" } }), {
+      "prog.js": `const item = await tools.inventory.get_item({ sku: "A-1" }); text(\`\${item.name} x\${item.stock}\`);`,
+    });
+    const warning = 'codemode: warning: MCP server "gone" (/nonexistent/codemode-cli-server) failed to start: spawn /nonexistent/codemode-cli-server ENOENT; its tools are not available (tools.gone.*)\n';
+    expect(await runCli(["run", "prog.js"], { cwd })).toEqual({ code: 0, stdout: "anvil x3\n", stderr: warning });
+    const json = JSON.parse((await runCli(["run", "prog.js", "--json"], { cwd })).stdout);
+    expect(json.details.warnings).toEqual([warning.slice("codemode: warning: ".length, -1)]);
+  });
+});
+
+describe("usage and configuration errors exit 2 and say what to fix", () => {
+  const cases: Array<[string, string[], string | undefined, string]> = [
+    ["no program", ["run"], undefined, "codemode run: missing the program: give a file path, or - to read it from stdin\nRun codemode help for usage.\n"],
+    ["missing file", ["run", "nope.js"], undefined, 'codemode run: cannot read the program "nope.js": no such file\nRun codemode help for usage.\n'],
+    ["unknown flag", ["run", "x.js", "--jsn"], undefined, 'codemode run: unknown flag "--jsn"; did you mean --json? (known: --json, --timeout, --session, --help)\nRun codemode help for usage.\n'],
+    ["bad timeout", ["run", "x.js", "--timeout", "soon"], undefined, 'codemode run: --timeout must be a duration from 1ms to 600s, like 5000, 5000ms, 30s or 2m; got "soon"\nRun codemode help for usage.\n'],
+    ["timeout without value", ["run", "x.js", "--timeout"], undefined, "codemode run: --timeout needs a value <duration>\nRun codemode help for usage.\n"],
+    ["bad session", ["run", "x.js", "--session", "a b"], undefined, 'codemode run: --session must be 1–200 letters, digits, "_", ".", ":", "@" or "-", got "a b"\nRun codemode help for usage.\n'],
+    ["unknown command", ["rn"], undefined, 'codemode: unknown command "rn"; did you mean "run"? Commands: run, mcp, init, help\nRun codemode help for usage.\n'],
+    ["config: not JSON", ["run", "x.js"], "{ limits: 1", "is not valid JSON"],
+    ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json: unknown field "limit"; expected one of "$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace"\n'],
+    ["config: bad limit", ["run", "x.js"], JSON.stringify({ limits: { timeoutMs: -1 } }), "codemode.json: limits.timeoutMs must be an integer from 1 to 600000, got number -1\n"],
+    ["config: server without command", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { args: [] } } }), 'codemode.json: mcpServers.gh: "command" must be a non-empty string (the program to start), got undefined\n'],
+    ["config: server args", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { command: "x", args: "--stdio" } } }), 'codemode.json: mcpServers.gh: "args" must be an array of strings, got the string "--stdio"\n'],
+    ["config: server env", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { command: "x", env: { TOKEN: 1 } } } }), 'codemode.json: mcpServers.gh: "env.TOKEN" must be a string, got number 1\n'],
+    ["config: url server", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { url: "https://x" } } }), 'codemode.json: mcpServers.gh: "url" servers are not supported; give a stdio server as { "command", "args"?, "env"? }\n'],
+    ["config: server name", ["run", "x.js"], JSON.stringify({ mcpServers: { "my server": { command: "x" } } }), 'codemode.json: mcpServers has the server name "my server"; names must be 1–64 letters, digits, "_" or "-" (programs reach its tools as tools.<name>.<tool>)\n'],
+    ["config: workspace", ["run", "x.js"], JSON.stringify({ workspace: { write: "yes" } }), 'codemode.json: "workspace.write" must be true or false, got the string "yes"\n'],
+  ];
+  for (const [name, args, config, stderr] of cases) {
+    it(name, async () => {
+      const cwd = tempProject(config, { "x.js": "text(1)" });
+      const result = await runCli(args, { cwd });
+      expect(result.code).toBe(2);
+      expect(result.stdout).toBe("");
+      if (stderr.endsWith("\n")) expect(result.stderr.replace(cwd + "/", "")).toBe(stderr);
+      else expect(result.stderr).toContain(stderr);
+    });
+  }
+});
+
+describe("codemode init and help", () => {
+  it("init writes a starter project whose sample program runs; a second init keeps the files", async () => {
+    const cwd = tempProject();
+    const first = await runCli(["init"], { cwd });
+    expect(first).toEqual({
+      code: 0,
+      stdout: "wrote   codemode.json\nwrote   .codemode/agents/line-counter.md\nwrote   .codemode/agents/line-counter.js\nwrote   hello.js\n\nNext: codemode run hello.js\n",
+      stderr: "",
+    });
+    expect(JSON.parse(readFileSync(join(cwd, "codemode.json"), "utf8"))).toEqual({
+      limits: { timeoutMs: 30000 },
+      dataDir: ".codemode",
+      agentsDir: ".codemode/agents",
+      workspace: { write: false },
+      mcpServers: {},
+    });
+    expect(await runCli(["run", "hello.js"], { cwd })).toEqual({ code: 0, stdout: "This directory has 2 files at its top level.\n", stderr: "" });
+    const second = await runCli(["init"], { cwd });
+    expect(second.stdout.split("\n")[0]).toBe("kept    codemode.json (exists; --force overwrites it)");
+  });
+
+  it("help: bare codemode prints usage on stderr with exit 2; help and --help exit 0", async () => {
+    const cwd = tempProject();
+    const bare = await runCli([], { cwd });
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toMatch(/^codemode — run model-written JavaScript/);
+    const help = await runCli(["--help"], { cwd });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toBe(bare.stderr);
+    const run = await runCli(["help", "run"], { cwd });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^Usage: codemode run <file\|->/);
+    const flagHelp = await runCli(["run", "--help"], { cwd });
+    expect(flagHelp.stdout).toBe(run.stdout);
+    const version = await runCli(["--version"], { cwd });
+    expect(version).toEqual({ code: 0, stdout: `${JSON.parse(readFileSync(join(__dirname, "../../package.json"), "utf8")).version}\n`, stderr: "" });
+  });
+});
