@@ -5,3 +5,5 @@ export type { RunResult, RunStructuredContent, RunDetails, CallRecord } from "./
 export { BINDING_CONTRACT } from "./codemode/run-code-tool.js";
 export * from "./tools/index.js";
 export { z } from "zod";
+export { workspaceTools, WORKSPACE_READ_ONLY_TOOLS } from "./workspace/index.js";
+export { TaskHost, AgentRegistry, defineAgent, TaskError, type AgentDefinition, type AgentInput, type TaskRecord, type TaskStatus } from "./tasks/index.js";

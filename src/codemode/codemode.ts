@@ -19,6 +19,8 @@ import {
   type ToolDescriptor,
   type ToolHooks,
 } from "../tools/index.js";
+import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type AgentInput } from "../tasks/index.js";
+import { childToolProvider, codemodeScriptRunner, ptcTools } from "../ptc/index.js";
 import { checkLimits, describe, mergeLimits, type Limits } from "./limits.js";
 import { executeRun } from "./run.js";
 import type { RunResult } from "./run-result.js";
@@ -27,9 +29,16 @@ import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
 export interface CodemodeOptions {
   /** Host tools: `defineTool(...)` results or plain `{ name, description, execute }` objects. */
   tools?: readonly unknown[];
-  /** Directory for spilled output and (with tasks) the task database; absent: a temp dir and in-memory stores. */
+  /** Subagents registered in code; they win over agent files with the same name. */
+  agents?: ReadonlyArray<AgentInput | AgentDefinition>;
+  /** Where agent files are found, in order; default `<cwd>/.codemode/agents` and `~/.codemode/agents`. */
+  agentDirs?: readonly string[];
+  /** Task database, output logs and spilled text; absent: in-memory task records and a temp dir. */
   dataDir?: string;
+  /** Working directory for agents (and the default place agent files are found). */
   cwd?: string;
+  /** Background subagents: running at once per host (default 8), deepest nesting (3), SIGTERM→SIGKILL grace (5000 ms). */
+  tasks?: { maxRunning?: number; maxDepth?: number; killGraceMs?: number };
   limits?: Partial<Limits>;
   hooks?: ToolHooks;
   /** Check every view projection against the compact ⊆ full rule at run time. */
@@ -73,6 +82,8 @@ export class Codemode {
     private readonly limits: Limits,
     private readonly options: CodemodeOptions,
     private readonly spillDir: string,
+    /** The background subagents this runtime hosts (what `ptc_*` tools act on). */
+    readonly tasks: TaskHost,
   ) {}
 
   /** @internal */
@@ -165,6 +176,8 @@ export class Codemode {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Tasks first: stopping them may still need the engine for their last words.
+    await this.tasks.close();
     await this.engine.close();
   }
 
@@ -200,14 +213,44 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
       throw new RangeError(`options.workers.${key} must be an integer from ${key === "max" ? 1 : 0} to 256, got ${describe(value)}`);
     }
   }
-  const spillDir = options.dataDir ? join(resolve(options.dataDir), "spill") : join(tmpdir(), "codemode-spill");
+  if (options.agentDirs !== undefined && (!Array.isArray(options.agentDirs) || options.agentDirs.some((dir) => typeof dir !== "string"))) {
+    throw new TypeError(`options.agentDirs must be an array of directory paths, got ${describe(options.agentDirs)}`);
+  }
+  if (options.agents !== undefined && !Array.isArray(options.agents)) throw new TypeError(`options.agents must be an array of agent definitions, got ${describe(options.agents)}`);
+  const cwd = resolve(options.cwd ?? process.cwd());
+  const dataDir = options.dataDir === undefined ? undefined : resolve(cwd, options.dataDir);
+  const agents = new AgentRegistry({ agents: options.agents ? [...options.agents] : undefined, dirs: options.agentDirs ? [...options.agentDirs] : undefined, cwd });
+  const spillDir = dataDir ? join(dataDir, "spill") : join(tmpdir(), "codemode-spill");
+
+  // Script agents run programs on this very runtime; the runner exists once the runtime does.
+  let runScript: ReturnType<typeof codemodeScriptRunner> | undefined;
+  let childTools: ReturnType<typeof childToolProvider> | undefined;
+  const store = createTaskStore({ dataDir });
+  const tasks = new TaskHost({
+    store,
+    agents,
+    cwd,
+    dataDir,
+    maxRunning: options.tasks?.maxRunning,
+    maxDepth: options.tasks?.maxDepth,
+    killGraceMs: options.tasks?.killGraceMs,
+    scriptRunner: (code, runOptions) => runScript!(code, runOptions),
+    childTools: { list: () => childTools!.list(), call: (name, args, ctx) => childTools!.call(name, args, ctx) },
+  });
   const engine = new SandboxEngine({ maxWorkers: workers.max, minWorkers: workers.min, defaultMemoryBytes: limits.memoryBytes });
-  await engine.start();
-  const cm = new Codemode(engine, limits, options, spillDir);
-  cm.addTools([toolInfoTool(() => cm.toolList())], "runtime");
+  try {
+    await engine.start();
+  } catch (error) {
+    await tasks.close();
+    throw error;
+  }
+  const cm = new Codemode(engine, limits, options, spillDir, tasks);
+  cm.addTools([...ptcTools(tasks), toolInfoTool(() => cm.toolList())], "runtime");
   cm.addTools(tools, "host");
   // Last, so its description can carry the declarations of every tool a program can reach.
   cm.addTools([runCodeTool(cm, cm.declarations())], "runtime");
+  runScript = codemodeScriptRunner(cm);
+  childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), { hooks: options.hooks });
   return cm;
 }
 

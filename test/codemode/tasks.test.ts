@@ -1,0 +1,75 @@
+// createCodemode hosts background subagents: agents from code and from files, the ptc_* tools
+// bound in programs, and task records that outlive the runtime on a data dir.
+import { afterEach, describe, expect, it } from "vitest";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createCodemode, type Codemode } from "../../src/index.js";
+
+const cleanup: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+async function open(options: Parameters<typeof createCodemode>[0]): Promise<Codemode> {
+  const cm = await createCodemode(options);
+  cleanup.push(() => cm.close());
+  return cm;
+}
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "cm-tasks-"));
+  cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+describe("createCodemode with subagents", () => {
+  it("binds the ptc_* tools and runs a code-registered script agent in the background", async () => {
+    const cm = await open({ agents: [{ name: "doubler", description: "doubles its task", driver: "script", scriptCode: "text(String(2 * Number(task)))" }] });
+    expect(cm.tools.map((tool) => tool.id).sort()).toStrictEqual(["ptc_run_code", "ptc_subagent", "ptc_task_list", "ptc_task_output", "ptc_task_stop", "tool_info"]);
+    const result = await cm.run(`
+      const spawned = await Promise.all([1, 2, 3].map((n) => tools.ptc_subagent({ agent: "doubler", task: String(n), background: true, label: "d" + n })));
+      while ((await tools.ptc_task_list({ status: ["running", "queued"] })).count > 0) await sleep(10);
+      const outputs = [];
+      for (const s of spawned) outputs.push((await tools.ptc_task_output({ task_id: s.task_id })).output);
+      return { statuses: spawned.map((s) => s.status), outputs };
+    `);
+    expect(result.structuredContent.status).toBe("ok");
+    expect(result.structuredContent.value).toStrictEqual({ statuses: ["running", "running", "running"], outputs: ["2", "4", "6"] });
+  });
+
+  it("runs a foreground agent loaded from an agent file in the working directory", async () => {
+    const cwd = tempDir();
+    mkdirSync(join(cwd, ".codemode", "agents"), { recursive: true });
+    writeFileSync(join(cwd, ".codemode", "agents", "greeter.md"), "---\nname: greeter\ndescription: greets\ndriver: script\nscript: greeter.js\n---\nGreets whoever the task names.\n");
+    writeFileSync(join(cwd, ".codemode", "agents", "greeter.js"), "text(`hello, ${task}`)");
+    const cm = await open({ cwd });
+    const result = await cm.run(`const r = await tools.ptc_subagent({ agent: "greeter", task: "world" }); return r`);
+    expect(result.structuredContent.value).toMatchObject({ status: "succeeded", exit_code: 0, report_channel: "none" });
+    expect(Object.hasOwn(result.structuredContent.value as object, "task_id")).toBe(false);
+  });
+
+  it("refuses an unknown agent with the known ones and where they load from", async () => {
+    const cm = await open({ agents: [{ name: "only", description: "x", driver: "script", scriptCode: "text(1)" }], agentDirs: [] });
+    const result = await cm.run(`try { await tools.ptc_subagent({ agent: "nobody", task: "x" }) } catch (e) { return e.message }`);
+    expect(result.structuredContent.value).toMatch(/nobody/);
+    expect(result.structuredContent.value).toMatch(/only/);
+  });
+
+  it("keeps task records and outputs on a data dir for the next runtime", async () => {
+    const dataDir = tempDir();
+    const agents = [{ name: "echoer", description: "echoes", driver: "script" as const, scriptCode: "text(task)" }];
+    const first = await createCodemode({ dataDir, agents, agentDirs: [] });
+    const spawned = await first.run(`const r = await tools.ptc_subagent({ agent: "echoer", task: "persisted text" }); return r.status`);
+    expect(spawned.structuredContent.value).toBe("succeeded");
+    await first.close();
+    const second = await open({ dataDir, agents, agentDirs: [] });
+    const listed = await second.run(`const list = await tools.ptc_task_list({}); const o = await tools.ptc_task_output({ task_id: list.tasks[0].id }); return [list.count, list.tasks[0].status, o.output]`);
+    expect(listed.structuredContent.value).toStrictEqual([1, "succeeded", "persisted text"]);
+  });
+
+  it("rejects malformed agent options naming the field", async () => {
+    await expect(createCodemode({ agentDirs: "dir" as never })).rejects.toThrow("options.agentDirs must be an array of directory paths");
+    await expect(createCodemode({ agents: {} as never })).rejects.toThrow("options.agents must be an array of agent definitions");
+  });
+});
