@@ -33,12 +33,34 @@ function describeIssue(issue: zc.$ZodIssue, root: unknown): string {
     case "unrecognized_keys":
       return `has unknown key${issue.keys.length === 1 ? "" : "s"} ${issue.keys.map((k) => JSON.stringify(k)).join(", ")}`;
     case "invalid_union": {
-      const note = "note" in issue && typeof issue.note === "string" ? ` (${issue.note})` : "";
-      return `does not match any allowed shape${note}, received ${describeValue(received)}`;
+      const extra = issue as unknown as { options?: unknown[]; errors?: zc.$ZodIssue[][] };
+      // A discriminated union names the tag values it accepts.
+      if (Array.isArray(extra.options) && extra.options.length > 0) {
+        return `must be one of ${extra.options.map((v) => JSON.stringify(v) ?? String(v)).join(", ")}, received ${JSON.stringify(received) ?? describeValue(received)}`;
+      }
+      // A plain union: when every option failed on the value's type, list those types.
+      const expected = (extra.errors ?? []).map((errs) => errs.find((e) => e.code === "invalid_type" && e.path.length === 0));
+      if (expected.length > 0 && expected.every((e) => e !== undefined)) {
+        const names = [...new Set(expected.map((e) => (e as zc.$ZodIssueInvalidType).expected))];
+        return `must be ${names.join(" or ")}, received ${describeValue(received)}`;
+      }
+      return `does not match any allowed shape, received ${describeValue(received)}`;
     }
     default:
       return `is invalid: ${issue.message}`;
   }
+}
+
+/**
+ * A union whose value had the right type for exactly one option failed inside that option: its
+ * nested issues (with full paths) say more than "does not match any allowed shape".
+ */
+function expand(issue: zc.$ZodIssue): zc.$ZodIssue[] {
+  if (issue.code !== "invalid_union") return [issue];
+  const errors = (issue as unknown as { errors?: zc.$ZodIssue[][] }).errors ?? [];
+  const typeMatched = errors.filter((errs) => errs.length > 0 && !errs.some((e) => e.path.length === 0 && (e.code === "invalid_type" || e.code === "invalid_value")));
+  if (typeMatched.length !== 1) return [issue];
+  return typeMatched[0]!.flatMap((e) => expand({ ...e, path: [...issue.path, ...e.path] } as zc.$ZodIssue));
 }
 
 const MAX_LISTED = 5;
@@ -47,7 +69,8 @@ const MAX_LISTED = 5;
  * Issues as one line a model can act on: each names the field, what was expected and what was
  * received. `subject` is how the value is introduced, e.g. `tool "x" input`.
  */
-export function formatIssues(subject: string, issues: readonly zc.$ZodIssue[], root: unknown): string {
+export function formatIssues(subject: string, reported: readonly zc.$ZodIssue[], root: unknown): string {
+  const issues = reported.flatMap(expand);
   const parts = issues.slice(0, MAX_LISTED).map((issue) => {
     const at = formatPath(issue.path);
     return `${subject}${at === "" ? "" : ` "${at}"`} ${describeIssue(issue, root)}`;

@@ -256,6 +256,24 @@ describe("input validation", () => {
     );
   });
 
+  it("says which types or tags a union accepts", async () => {
+    const tool = defineTool({
+      name: "unions",
+      description: "Union inputs.",
+      input: z.object({
+        target: z.union([z.string(), z.object({ path: z.string() })]),
+        action: z.discriminatedUnion("kind", [z.object({ kind: z.literal("read") }), z.object({ kind: z.literal("write"), text: z.string() })]),
+      }),
+      execute: () => "ok",
+    });
+    const err = await rejection(invokeTool(tool, { target: 5, action: { kind: "delete" } }, { ctx: ctx() }));
+    expect(err.message).toBe(
+      'tool "unions" input "target" must be string or object, received number; tool "unions" input "action.kind" must be one of "read", "write", received "delete"',
+    );
+    const nested = await rejection(invokeTool(tool, { target: { path: 1 }, action: { kind: "read" } }, { ctx: ctx() }));
+    expect(nested.message).toBe('tool "unions" input "target.path" must be string, received number');
+  });
+
   it("passes execute the parsed input (defaults applied, unknown keys stripped by a default z.object)", async () => {
     const seen: unknown[] = [];
     const tool = defineTool({
