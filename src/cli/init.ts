@@ -40,13 +40,13 @@ for (const path of files.slice(0, 50)) {
 }
 counts.sort((a, b) => b.lines - a.lines);
 const total = counts.reduce((sum, c) => sum + c.lines, 0);
-text(\`\${counts.length} files, \${total} lines\\n\`);
-for (const c of counts.slice(0, 5)) text(\`\${c.lines}\\t\${c.path}\\n\`);
+text(\`\${counts.length} files, \${total} lines\`);
+for (const c of counts.slice(0, 5)) text(\`\${c.lines}\\t\${c.path}\`);
 `;
 
 const SAMPLE_PROGRAM = `// Run with: codemode run hello.js
 const { files } = await tools.list_files({ pattern: "*" });
-text(\`This directory has \${files.length} files at its top level.\\n\`);
+text(\`This directory has \${files.length} files at its top level.\`);
 return { files: files.length };
 `;
 
