@@ -33,6 +33,8 @@ export interface ToolInternals {
   input?: zc.$ZodObject;
   /** Its own input declares `result_view` (or it has no schema): the selector is not inspected. */
   ownsResultView: boolean;
+  /** Its record schema has an `output` key, so `{ output, details }` may be a record, not a ToolResult. */
+  recordHasOutputKey: boolean;
   output?: ViewPlan;
   views?: Record<ResultView, ViewPlan>;
   execute(input: unknown, ctx: ToolContext): unknown;
@@ -212,9 +214,11 @@ export function defineTool(def: unknown): Tool {
     };
   }
   const d = def as Record<string, (...args: unknown[]) => unknown>;
+  const recordSchema = views?.full.zod ?? output?.zod;
   internals.set(tool, {
     input,
     ownsResultView,
+    recordHasOutputKey: recordSchema !== undefined && Object.hasOwn(recordSchema._zod.def.shape, "output"),
     ...(output ? { output } : {}),
     ...(views ? { views } : {}),
     execute: d.execute!,
@@ -271,6 +275,7 @@ export function toTool(value: unknown): Tool {
   const descriptor: ToolDescriptor = { id: tool.id, description: identity.description, input_schema: inputJsonSchema };
   internals.set(tool, {
     ownsResultView: true,
+    recordHasOutputKey: false,
     execute: value.execute as ToolInternals["execute"],
     inputJsonSchema,
     descriptor: deepFreeze(descriptor),

@@ -277,7 +277,7 @@ export async function invokeTool(tool: Tool, input: unknown, options: InvokeOpti
       throw new ToolError("tool_failed", messageOf(err), { cause: err });
     }
     stage = "output";
-    const wrapped = asToolResult(returned);
+    const wrapped = asToolResult(returned, { brandedOnly: impl.recordHasOutputKey });
     let record = wrapped ? wrapped.output : returned;
     const overrides: Overrides = {};
     if (wrapped && wrapped.modelOutput !== undefined) overrides.modelOutput = { value: wrapped.modelOutput };

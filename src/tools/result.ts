@@ -25,12 +25,13 @@ export function toolResult<R>(output: R, extra: { modelOutput?: string; details?
 /**
  * Whether `execute` returned a ToolResult rather than a bare record. A bare `{ output }` stays a
  * record: a ToolResult without modelOutput or details would mean nothing, while records with an
- * `output` field are common (command tools, task output).
+ * `output` field are common (command tools, task output). `brandedOnly` is for tools whose own
+ * schema declares `output`: there only `toolResult()` can tell the two apart.
  */
-export function asToolResult(value: unknown): ToolResult<unknown> | undefined {
+export function asToolResult(value: unknown, options: { brandedOnly?: boolean } = {}): ToolResult<unknown> | undefined {
   if (!isPlainObject(value)) return undefined;
   if ((value as Record<symbol, unknown>)[TOOL_RESULT] === true) return value as unknown as ToolResult<unknown>;
-  if (!Object.hasOwn(value, "output")) return undefined;
+  if (options.brandedOnly === true || !Object.hasOwn(value, "output")) return undefined;
   const keys = Object.keys(value);
   if (keys.length < 2 || !keys.every((k) => k === "output" || k === "modelOutput" || k === "details")) return undefined;
   return value as unknown as ToolResult<unknown>;

@@ -488,6 +488,27 @@ describe("model output (seed 002)", () => {
     expect((await invokeTool(tool, {}, { ctx: ctx() })).structuredContent).toStrictEqual({ output: "stdout text" });
   });
 
+  it("a record shaped like { output, details } stays a record when the tool's schema declares output", async () => {
+    const tool = defineTool({
+      name: "run_command",
+      description: "Runs a command.",
+      input: z.object({}),
+      output: z.object({ output: z.string(), details: z.string() }),
+      execute: () => ({ output: "stdout", details: "exit 0" }),
+    });
+    const result = await invokeTool(tool, {}, { ctx: ctx() });
+    expect(result.structuredContent).toStrictEqual({ output: "stdout", details: "exit 0" });
+    const branded = defineTool({
+      name: "run_command2",
+      description: "Runs a command.",
+      input: z.object({}),
+      output: z.object({ output: z.string(), details: z.string() }),
+      execute: () => toolResult({ output: "stdout", details: "exit 0" }, { modelOutput: "ok" }),
+    });
+    const r2 = await invokeTool(branded, {}, { ctx: ctx() });
+    expect([r2.content[0]!.text, r2.structuredContent]).toStrictEqual(["ok", { output: "stdout", details: "exit 0" }]);
+  });
+
   it("bounds content by the output budget: head plus a marker, never over budget, never splitting a character", async () => {
     const long = "é".repeat(400) + "tail";
     const tool = defineTool({ name: "long", description: "Long text.", input: z.object({}), execute: () => long });
