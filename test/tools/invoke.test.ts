@@ -1,4 +1,5 @@
 import { describe, it, expect } from "vitest";
+import fc from "fast-check";
 import { z } from "zod";
 import {
   defineTool,
@@ -662,6 +663,33 @@ describe("hooks", () => {
     expect(result.structuredContent).toStrictEqual({ name: "k", lines: 12 });
     expect(result.warnings).toStrictEqual(['tool "skill_view" postCall hook failed: tracer down']);
     expect(result.details).toStrictEqual({ name: "k", lines: 12, body: "not in the output schema", warnings: ['tool "skill_view" postCall hook failed: tracer down'] });
+  });
+});
+
+describe("any input, property-based", () => {
+  it("either runs the tool on valid input or rejects with tool_invalid_input naming the tool — never anything else", async () => {
+    const anyInput = fc.oneof(
+      fc.jsonValue({ maxDepth: 2 }),
+      fc.record({ skill: fc.jsonValue({ maxDepth: 1 }), max_lines: fc.jsonValue({ maxDepth: 1 }), result_view: fc.jsonValue({ maxDepth: 1 }) }, { requiredKeys: [] }),
+      fc.record({ session_id: fc.jsonValue({ maxDepth: 1 }), result_view: fc.oneof(fc.constantFrom("compact", "full"), fc.jsonValue({ maxDepth: 1 })) }, { requiredKeys: [] }),
+    );
+    await fc.assert(
+      fc.asyncProperty(anyInput, fc.boolean(), async (input, views) => {
+        const calls = newCalls();
+        const tool = views ? sessionStatusTool(calls) : skillViewTool(calls);
+        try {
+          const result = await invokeTool(tool, input, { ctx: ctx() });
+          expect(calls.count).toBe(1);
+          expect(JSON.parse(JSON.stringify(result.structuredContent))).toStrictEqual(result.structuredContent);
+        } catch (err) {
+          expect(err).toBeInstanceOf(ToolError);
+          expect([(err as ToolError).code, (err as ToolError).reason]).toStrictEqual(["tool_invalid_input", "schema_invalid"]);
+          expect((err as ToolError).message.startsWith(`tool "${tool.id}" `)).toBe(true);
+          expect(calls.count).toBe(0);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
