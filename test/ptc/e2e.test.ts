@@ -3,8 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCodemode, type Codemode } from "../../src/codemode/codemode.js";
-import { AgentRegistry, TaskHost, memoryTaskStore } from "../../src/tasks/index.js";
-import { codemodeScriptRunner, ptcTools } from "../../src/ptc/index.js";
+import type { TaskHost } from "../../src/tasks/index.js";
 import { workspaceTools } from "../../src/workspace/index.js";
 
 let cm: Codemode;
@@ -14,10 +13,8 @@ let root: string;
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "e2e-"));
   writeFileSync(join(root, "notes.txt"), "alpha\nbeta\n");
-  const agents = new AgentRegistry({
-    dirs: [],
-    agents: [
-      // Squares its task after a short wait, so that some children are still running when polled.
+  const agents = [
+    // Squares its task after a short wait, so that some children are still running when polled.
       { name: "squarer", description: "squares a number", driver: "script", scriptCode: "await sleep(20); text(String(Number(task) * Number(task)));" },
       {
         name: "reader",
@@ -38,21 +35,13 @@ text(f.content.split("\\n").length + " lines; write_file: " + w + "; spawn: " + 
         tools: ["write_file"],
         scriptCode: `await tools.write_file({ path: "out.txt", content: task }); text("wrote");`,
       },
-    ],
-  });
-  let runner: ReturnType<typeof codemodeScriptRunner> | undefined;
-  host = new TaskHost({
-    store: memoryTaskStore(),
-    agents,
-    scriptRunner: (code, o) => runner!(code, o),
-    killGraceMs: 100,
-  });
-  cm = await createCodemode({ tools: [...ptcTools(host), ...workspaceTools({ root, write: true })], workers: { max: 4 } });
-  runner = codemodeScriptRunner(cm);
+  ];
+  // The runtime wires its own task host, ptc_* tools and script runner.
+  cm = await createCodemode({ agents, agentDirs: [], tools: workspaceTools({ root, write: true }), tasks: { killGraceMs: 100 }, workers: { max: 4 } });
+  host = cm.tasks;
 });
 
 afterAll(async () => {
-  await host.close();
   await cm.close();
   rmSync(root, { recursive: true, force: true });
 });
