@@ -4,6 +4,7 @@ import vm from "node:vm";
 import Table from "cli-table3";
 import { createCodemode, defineTool, z, type Codemode } from "../src/index.js";
 import { newWasmInstance, pagesFor } from "../src/engine/wasm-instance.js";
+import { benchTasks } from "./tasks.js";
 
 interface Row {
   name: string;
@@ -108,6 +109,8 @@ async function main(): Promise<void> {
     note: "whole run",
   });
   await cm.close();
+
+  rows.push(...(await benchTasks()));
 
   const table = new Table({ head: ["measure (median)", "codemode", "node:vm floor", "ratio", "note"] });
   for (const row of rows) {
