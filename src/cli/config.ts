@@ -1,7 +1,7 @@
 // `codemode.json`: the CLI's configuration, read from the working directory. Every problem is a
 // ConfigError naming the file, the field and what was expected, so a user can fix it in one go.
 import { existsSync, readFileSync } from "node:fs";
-import { isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import { checkLimits, type Limits } from "../codemode/limits.js";
 
 export const CONFIG_FILE = "codemode.json";
@@ -11,8 +11,8 @@ export interface McpServerConfig {
   command: string;
   args: string[];
   env: Record<string, string>;
-  /** Working directory of the server process (absolute). */
-  cwd?: string;
+  /** Working directory of the server process (absolute; default the configuration's directory). */
+  cwd: string;
 }
 
 export interface CodemodeConfig {
@@ -54,27 +54,40 @@ function unknownKeys(where: string, value: Record<string, unknown>, known: strin
   }
 }
 
-function pathField(where: string, value: unknown, cwd: string, fallback: string): string {
+/** A path given in the file resolves from the file's directory; a default from the working directory. */
+function pathField(where: string, value: unknown, base: string, fallback: string, cwd: string = base): string {
   if (value === undefined) return resolve(cwd, fallback);
   if (typeof value !== "string" || value.trim() === "") throw new ConfigError(`${where} must be a non-empty path string, got ${kind(value)}`);
-  return isAbsolute(value) ? value : resolve(cwd, value);
+  return isAbsolute(value) ? value : resolve(base, value);
 }
 
-/** Reads `<cwd>/codemode.json` when it exists; defaults otherwise. */
-export function loadConfig(cwd: string): CodemodeConfig {
-  const file = join(cwd, CONFIG_FILE);
-  if (!existsSync(file)) return parseConfig(undefined, cwd);
+/**
+ * Reads `<cwd>/codemode.json` when it exists (defaults otherwise), or the file `--config` names,
+ * which must exist. Paths in a configuration are relative to the file's own directory.
+ */
+export function loadConfig(cwd: string, explicit?: string): CodemodeConfig {
+  const file = explicit === undefined ? join(cwd, CONFIG_FILE) : resolve(cwd, explicit);
+  if (!existsSync(file)) {
+    if (explicit !== undefined) throw new ConfigError(`--config: no configuration file at ${file}`);
+    return parseConfig(undefined, { base: cwd, cwd });
+  }
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, "utf8"));
   } catch (error) {
-    throw new ConfigError(`${file} is not valid JSON: ${(error as Error).message}`);
+    throw new ConfigError(`${explicit ?? CONFIG_FILE} is not valid JSON: ${(error as Error).message}`);
   }
-  return parseConfig(raw, cwd, file);
+  return parseConfig(raw, { base: dirname(file), cwd, at: explicit ?? CONFIG_FILE });
 }
 
-export function parseConfig(raw: unknown, cwd: string, file?: string): CodemodeConfig {
-  const at = file ?? CONFIG_FILE;
+/**
+ * `base`: where relative paths in the file start (its directory); `cwd`: where defaults live (the
+ * data dir `.codemode/`); `at` names the file in messages.
+ */
+export function parseConfig(raw: unknown, where: { base: string; cwd: string; at?: string }): CodemodeConfig {
+  const { base, cwd } = where;
+  const at = where.at ?? CONFIG_FILE;
+  const present = raw !== undefined;
   if (raw === undefined) raw = {};
   if (!isObject(raw)) throw new ConfigError(`${at} must hold a JSON object, got ${kind(raw)}`);
   unknownKeys(at, raw, TOP_KEYS);
@@ -86,8 +99,8 @@ export function parseConfig(raw: unknown, cwd: string, file?: string): CodemodeC
     throw new ConfigError((error as Error).message);
   }
 
-  const dataDir = pathField(`${at}: "dataDir"`, raw.dataDir, cwd, DEFAULT_DATA_DIR);
-  const agentsDir = pathField(`${at}: "agentsDir"`, raw.agentsDir, cwd, join(DEFAULT_DATA_DIR, "agents"));
+  const dataDir = pathField(`${at}: "dataDir"`, raw.dataDir, base, DEFAULT_DATA_DIR, cwd);
+  const agentsDir = pathField(`${at}: "agentsDir"`, raw.agentsDir, base, join(DEFAULT_DATA_DIR, "agents"), cwd);
 
   let workspace: CodemodeConfig["workspace"] = { write: false };
   if (raw.workspace === false) workspace = false;
@@ -119,13 +132,13 @@ export function parseConfig(raw: unknown, cwd: string, file?: string): CodemodeC
       for (const [key, value] of Object.entries(env)) {
         if (typeof value !== "string") throw new ConfigError(`${where}: "env.${key}" must be a string, got ${kind(value)}`);
       }
-      const server: McpServerConfig = { command: entry.command, args: [...args] as string[], env: { ...(env as Record<string, string>) } };
-      if (entry.cwd !== undefined) server.cwd = pathField(`${where}: "cwd"`, entry.cwd, cwd, ".");
+      // Relative commands and arguments resolve from the configuration's directory.
+      const server: McpServerConfig = { command: entry.command, args: [...args] as string[], env: { ...(env as Record<string, string>) }, cwd: pathField(`${where}: "cwd"`, entry.cwd, base, ".") };
       mcpServers[name] = server;
     }
   }
 
   const config: CodemodeConfig = { limits, dataDir, agentsDir, mcpServers, workspace };
-  if (file) config.file = file;
+  if (present) config.file = at;
   return config;
 }

@@ -17,13 +17,13 @@ Client configuration (e.g. Claude Desktop, Claude Code, Cursor):
 `;
 
 export async function mcpCommand(argv: readonly string[], io: Io): Promise<number> {
-  const { flags, positionals } = parseArgs("codemode mcp", argv, { "all-tools": { type: "boolean" }, help: { type: "boolean" } });
+  const { flags, positionals } = parseArgs("codemode mcp", argv, { "all-tools": { type: "boolean" }, config: { type: "string", value: "<file>" }, help: { type: "boolean" } });
   if (flags.help) {
     await write(io.stdout, MCP_HELP);
     return EXIT_OK;
   }
   if (positionals.length > 0) throw new UsageError(`codemode mcp: takes no arguments, got ${positionals.join(" ")}; configure upstream servers in codemode.json`);
-  const config = loadConfig(io.cwd);
+  const config = loadConfig(io.cwd, flags.config as string | undefined);
   const runtime = await openRuntime(config, io.cwd);
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);

@@ -29,6 +29,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
     json: { type: "boolean" },
     timeout: { type: "string", value: "<duration>" },
     session: { type: "string", value: "<name>" },
+    config: { type: "string", value: "<file>" },
     help: { type: "boolean" },
   });
   if (flags.help) {
@@ -59,7 +60,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
   }
   if (code.trim() === "") throw new UsageError(`codemode run: the program ${source === "-" ? "on stdin" : `"${source}"`} is empty`);
 
-  const config = loadConfig(io.cwd);
+  const config = loadConfig(io.cwd, flags.config as string | undefined);
   const runtime = await openRuntime(config, io.cwd);
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);

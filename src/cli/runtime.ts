@@ -1,6 +1,8 @@
 // One codemode instance as the CLI and the MCP server use it: the configuration's limits and data
 // dir, the workspace toolset on the working directory, and the tools of upstream MCP servers.
 import { mkdirSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
 import { createCodemode, type Codemode } from "../codemode/codemode.js";
 import { connectUpstreams, type Upstreams } from "../mcp/upstream.js";
 import type { Tool } from "../tools/index.js";
@@ -16,15 +18,22 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export async function openRuntime(config: CodemodeConfig, cwd: string): Promise<Runtime> {
+export interface RuntimeOptions {
+  /** Start the upstream MCP servers (default true; task commands do not need them). */
+  upstream?: boolean;
+}
+
+export async function openRuntime(config: CodemodeConfig, cwd: string, options: RuntimeOptions = {}): Promise<Runtime> {
   mkdirSync(config.dataDir, { recursive: true });
-  const upstreams = await connectUpstreams(config.mcpServers);
+  const upstreams = await connectUpstreams(options.upstream === false ? {} : config.mcpServers);
   const tools: Tool[] = [];
   if (config.workspace) tools.push(...workspaceTools({ root: cwd, write: config.workspace.write }));
   tools.push(...upstreams.tools);
   let cm: Codemode;
   try {
-    cm = await createCodemode({ tools, dataDir: config.dataDir, cwd, limits: config.limits });
+    // Agents: the configured directory first, then the user's own (~/.codemode/agents).
+    const agentDirs = [...new Set([config.agentsDir, join(homedir(), ".codemode", "agents")])];
+    cm = await createCodemode({ tools, dataDir: config.dataDir, cwd, agentDirs, limits: config.limits });
   } catch (error) {
     await upstreams.close();
     throw error;

@@ -74,7 +74,7 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
   const cases: Array<[string, string[], string | undefined, string]> = [
     ["no program", ["run"], undefined, "codemode run: missing the program: give a file path, or - to read it from stdin\nRun codemode help for usage.\n"],
     ["missing file", ["run", "nope.js"], undefined, 'codemode run: cannot read the program "nope.js": no such file\nRun codemode help for usage.\n'],
-    ["unknown flag", ["run", "x.js", "--jsn"], undefined, 'codemode run: unknown flag "--jsn"; did you mean --json? (known: --json, --timeout, --session, --help)\nRun codemode help for usage.\n'],
+    ["unknown flag", ["run", "x.js", "--jsn"], undefined, 'codemode run: unknown flag "--jsn"; did you mean --json? (known: --json, --timeout, --session, --config, --help)\nRun codemode help for usage.\n'],
     ["bad timeout", ["run", "x.js", "--timeout", "soon"], undefined, 'codemode run: --timeout must be a duration from 1ms to 600s, like 5000, 5000ms, 30s or 2m; got "soon"\nRun codemode help for usage.\n'],
     ["timeout without value", ["run", "x.js", "--timeout"], undefined, "codemode run: --timeout needs a value <duration>\nRun codemode help for usage.\n"],
     ["bad session", ["run", "x.js", "--session", "a b"], undefined, 'codemode run: --session must be 1–200 letters, digits, "_", ".", ":", "@" or "-", got "a b"\nRun codemode help for usage.\n'],

@@ -1,0 +1,58 @@
+// The main job done by a command-line agent: the same fan-out as main.js, but each subagent is a
+// child process (agents/wc-command.md) speaking the JSON-lines event protocol, so the host counts
+// its usage events and prices them. Swap in any agent CLI the same way (e.g. protocol
+// claude-stream-json for Claude Code). Offline and deterministic.
+//
+//   node bin/codemode.js run --config examples/fanout/codemode.json examples/fanout/main-command.js
+const AGENT = "wc-command";
+const PATTERN = "src/**/*.ts";
+
+const { files } = await tools.list_files({ pattern: PATTERN });
+if (files.length === 0) throw new Error(`no files match ${PATTERN} in this directory`);
+
+// One subagent per directory, all in the background (8 run at once; the rest queue).
+const groups = new Map();
+for (const path of files) {
+  const dir = path.split("/").slice(0, -1).join("/") || ".";
+  if (!groups.has(dir)) groups.set(dir, []);
+  groups.get(dir).push(path);
+}
+const spawned = [];
+for (const [dir, paths] of groups) {
+  const handle = await tools.ptc_subagent({ agent: AGENT, task: paths.join("\n"), background: true, label: dir });
+  spawned.push({ dir, id: handle.task_id });
+}
+
+// Poll until every task is done; ptc_task_output states the current status each time.
+const done = new Map();
+while (done.size < spawned.length) {
+  for (const { id } of spawned) {
+    if (done.has(id)) continue;
+    const out = await tools.ptc_task_output({ task_id: id });
+    if (!["queued", "running", "stopping"].includes(out.status)) done.set(id, out);
+  }
+  if (done.size < spawned.length) await sleep(25);
+}
+
+// Aggregate: one line per directory from its report, then the totals.
+const totals = { files: 0, lines: 0, turns: 0, input_tokens: 0, cost: 0, failed: 0 };
+text(`${spawned.length} background ${AGENT} subagents over ${files.length} files (${PATTERN}):`);
+for (const { dir, id } of spawned) {
+  const out = done.get(id);
+  if (out.status !== "succeeded") {
+    totals.failed++;
+    text(`  ${dir}: ${out.status}`);
+    continue;
+  }
+  const [count, lines] = out.report.summary.match(/\d+/g).map(Number);
+  totals.files += count;
+  totals.lines += lines;
+  // Usage is the host's own count (from the driver's events), present on every finished task.
+  totals.turns += out.usage.turns;
+  totals.input_tokens += out.usage.input;
+  totals.cost += out.usage.cost;
+  text(`  ${dir}: ${out.report.summary}; ${out.report.findings[0].what}: ${out.report.findings[0].evidence}`);
+}
+text(`total: ${totals.files} files, ${totals.lines} lines, ${totals.failed} failed`);
+text(`usage (host-counted): ${totals.turns} turns, ${totals.input_tokens} input tokens, $${totals.cost.toFixed(4)}`);
+return totals;
