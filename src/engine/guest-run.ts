@@ -36,6 +36,7 @@ export class GuestRun {
   private readonly timers = new Map<number, Timer>();
   private nextInternalTimer = -1;
   private readonly store: Map<string, string>;
+  private readonly heapExhaustedAtStart: number;
   private storeBytes = 0;
   private pendingText: string[] = [];
   private pendingTextBytes = 0;
@@ -55,6 +56,7 @@ export class GuestRun {
   ) {
     this.store = new Map(Object.entries(request.store));
     for (const [key, json] of this.store) this.storeBytes += key.length + json.length;
+    this.heapExhaustedAtStart = instance.heapExhausted;
   }
 
   get runId(): string {
@@ -172,7 +174,12 @@ export class GuestRun {
   /** Pump jobs until the program settles, waiting for host events whenever nothing is runnable. */
   private async drive(program: QuickJSHandle, serialise: QuickJSHandle, describe: QuickJSHandle): Promise<Pick<DoneMessage, "ok" | "valueJson" | "error">> {
     const { context, runtime } = this;
-    this.deadlineTimer = setTimeout(() => this.wake?.(), Math.max(0, this.request.deadline - Date.now()) + 1);
+    // The timer firing is the deadline: Node timers can fire a millisecond before Date.now() passes
+    // it, and a loop that then found "no timeout yet" waited for nothing until the host's hard stop.
+    this.deadlineTimer = setTimeout(() => {
+      this.stopReason ??= "timeout";
+      this.wake?.();
+    }, Math.max(0, this.request.deadline - Date.now()) + 1);
     try {
       for (;;) {
         if (this.stopReason || this.shouldInterrupt()) return { ok: false, error: this.stopError() };
@@ -203,7 +210,9 @@ export class GuestRun {
         }
         if (runtime.hasPendingJob()) continue;
         if (this.inflight.size === 0 && this.timers.size === 0) {
-          this.stopReason = "deadlock";
+          // An interrupt during the pump can end a job flood without an error reaching here
+          // (the promise machinery swallows it): that is still the deadline, not a deadlock.
+          this.stopReason ??= "deadlock";
           return { ok: false, error: this.stopError() };
         }
         this.flush();
@@ -294,16 +303,13 @@ export class GuestRun {
     return error;
   }
 
+  /**
+   * The allocator hit the instance's cap during this run. (QuickJS's own counter cannot tell: in
+   * this build it counts 8 bytes per allocation, and the program's memory is freed by the time
+   * the error is read.)
+   */
   private nearMemoryLimit(): boolean {
-    const { instance, request } = this;
-    if (instance.memory.buffer.byteLength >= instance.maxPages * 65536 * 0.95) return true;
-    try {
-      const usage = this.runtime.computeMemoryUsage();
-      const dumped = this.context.dump(usage) as { malloc_size?: number };
-      return (dumped.malloc_size ?? 0) >= request.limits.memoryBytes * 0.9;
-    } catch {
-      return true;
-    }
+    return this.instance.heapExhausted > this.heapExhaustedAtStart;
   }
 
   // ---- the bridge ------------------------------------------------------------------------------

@@ -41,11 +41,30 @@ export interface WasmInstance {
   /** Set once the instance trapped or failed to tear down a runtime: it must not run again. */
   dead: boolean;
   runs: number;
+  /**
+   * Times the allocator asked for more linear memory than the cap: the heap was exhausted. QuickJS
+   * then often cannot build even its error object and throws null, so this is how a run tells an
+   * out-of-memory null from a program's own `throw null`.
+   */
+  heapExhausted: number;
 }
 
 export async function newWasmInstance(maxPages: number): Promise<WasmInstance> {
-  const memory = new WebAssembly.Memory({ initial: MIN_PAGES, maximum: maxPages });
+  // The whole cap up front: memory that never grows never detaches its ArrayBuffer. quickjs-emscripten
+  // keeps typed-array views of linear memory across calls that allocate (newPromise reads one after
+  // QTS_NewPromiseCapability), and a growth in between threw a host TypeError into the guest and
+  // leaked the handles, aborting the module on dispose. Untouched pages cost no resident memory.
+  const memory = new WebAssembly.Memory({ initial: maxPages, maximum: maxPages });
   const variant = newVariant(releaseSyncVariant, { wasmModule: compiledModule(), wasmMemory: memory });
   const module = await newQuickJSWASMModuleFromVariant(variant);
-  return { module, memory, maxPages, dead: false, runs: 0 };
+  const instance: WasmInstance = { module, memory, maxPages, dead: false, runs: 0, heapExhausted: 0 };
+  // Memory allocated whole can only fail to grow: each attempt is the allocator running out.
+  const grow = memory.grow.bind(memory);
+  Object.defineProperty(memory, "grow", {
+    value: (delta: number) => {
+      instance.heapExhausted++;
+      return grow(delta);
+    },
+  });
+  return instance;
 }

@@ -1,0 +1,54 @@
+// Regressions the hostile suite found in the engine, each pinned by the program that showed it.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Codemode } from "../../src/index.js";
+import { expectBenignRun, hostFaults, hostileCodemode } from "./harness.js";
+
+describe("engine regressions found by hostile programs", () => {
+  let cm: Codemode;
+  let fresh = 0;
+  const session = () => `fixes-${process.pid}-${fresh++}`;
+  beforeAll(async () => {
+    cm = await hostileCodemode();
+  });
+  afterAll(async () => {
+    await cm?.close();
+    expect(hostFaults).toEqual([]);
+  });
+
+  it("creates promises while the heap grows: no host TypeError about a detached ArrayBuffer", async () => {
+    // Linear memory that grew under quickjs-emscripten's newPromise left it reading a detached
+    // view: the guest caught a V8 TypeError and the leaked handles aborted the module on dispose.
+    for (const delay of [1e6, 0]) {
+      const result = await cm.run(`for (let i = 0; i < 10000; i++) setTimeout(() => {}, ${delay}); return "scheduled"`, { session: session(), timeoutMs: 10_000 });
+      expect(result.structuredContent).toMatchObject({ status: "ok", value: "scheduled" });
+      expect(result.details.warnings).toEqual([]);
+    }
+    await expectBenignRun(cm);
+  });
+
+  it("tells an out-of-memory null from a program's own throw null, also after an earlier OOM in the session", async () => {
+    const s = session();
+    const own = await cm.run("throw null", { session: s });
+    expect(own.structuredContent.error).toEqual({ kind: "exception", message: "null" });
+    const oom = await cm.run("function fill() { const a = []; for (;;) a.push({ x: a.length }) } fill()", { session: s, timeoutMs: 5000 });
+    expect(oom.structuredContent.error?.kind).toBe("memory");
+    expect(oom.structuredContent.error?.message).toMatch(/out of memory|memory limit/);
+    const ownAgain = await cm.run("throw null", { session: s });
+    expect(ownAgain.structuredContent.error).toEqual({ kind: "exception", message: "null" });
+    await expectBenignRun(cm);
+  });
+
+  it("ends every wait at its deadline, never through the host's hard stop", async () => {
+    // The deadline timer could fire a millisecond before Date.now() passed the deadline; the loop
+    // then waited for nothing and the host killed the worker 400 ms later ("inside a long builtin").
+    for (let i = 0; i < 20; i++) {
+      const result = await cm.run("await sleep(60_000)", { timeoutMs: 100 });
+      expect(result.structuredContent.error).toEqual({ kind: "timeout", message: "the program ran past its 100 ms deadline" });
+    }
+  });
+
+  it("reports a microtask flood that the deadline broke as a timeout, not as a deadlock", async () => {
+    const result = await cm.run("function f() { Promise.resolve().then(f) } f(); await new Promise(() => {})", { timeoutMs: 300 });
+    expect(result.structuredContent.error).toEqual({ kind: "timeout", message: "the program ran past its 300 ms deadline" });
+  });
+});
