@@ -8,22 +8,29 @@ import { initCommand, INIT_HELP } from "./init.js";
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, write, type Io } from "./io.js";
 import { mcpCommand, MCP_HELP } from "./mcp.js";
 import { runCommand, RUN_HELP } from "./run.js";
+import { taskCommand, tasksCommand, TASK_HELP, TASKS_HELP } from "./tasks.js";
 
 export const HELP = `codemode — run model-written JavaScript in a sandbox with async tool bindings
 
 Usage:
   codemode run <file|-> [--json] [--timeout <duration>] [--session <name>]
-                         run a program; print its text() output (--json: all three channels)
+                         run a program; print its text() output (--json: all three channels);
+                         subagents' progress is shown live on stderr when it is a terminal
+  codemode tasks [--status <s,…>] [--limit <n>] [--watch] [--json]
+                         the subagent tasks in the data dir, as a table
+  codemode task <id> [--follow] [--json]
+                         one task's output (stdout), status, usage and report (stderr)
   codemode mcp [--all-tools]
-                         serve the runtime over MCP on stdio (ptc_run_code, tool_info, …)
+                         serve the runtime over MCP on stdio (ptc_run_code, ptc_*, tool_info)
   codemode init [--force]
                          write a starter codemode.json, a sample agent and hello.js
   codemode help [command]
   codemode --version
 
-Configuration: ./codemode.json — { "limits", "dataDir" (default .codemode), "agentsDir",
-"workspace": { "write" } | false, "mcpServers": { "<name>": { "command", "args", "env" } } }.
-Programs reach upstream MCP tools as tools.<server>.<tool>(args).
+Configuration: ./codemode.json, or --config <file> on run, tasks, task and mcp —
+{ "limits", "dataDir" (default .codemode), "agentsDir" (default .codemode/agents),
+  "workspace": { "write" } | false, "mcpServers": { "<name>": { "command", "args", "env" } } }
+Paths in the file are relative to it. Programs reach upstream MCP tools as tools.<server>.<tool>.
 
 Exit codes: 0 success, 1 the program failed, 2 usage or configuration error.
 `;
@@ -33,6 +40,8 @@ type Command = (argv: readonly string[], io: Io) => Promise<number>;
 const COMMANDS: Record<string, { run: Command; help: string }> = {
   run: { run: runCommand, help: RUN_HELP },
   mcp: { run: mcpCommand, help: MCP_HELP },
+  tasks: { run: tasksCommand, help: TASKS_HELP },
+  task: { run: taskCommand, help: TASK_HELP },
   init: { run: initCommand, help: INIT_HELP },
 };
 

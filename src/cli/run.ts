@@ -6,6 +6,7 @@ import { parseArgs, parseDuration, UsageError } from "./args.js";
 import { loadConfig } from "./config.js";
 import { EXIT_FAILED, EXIT_OK, line, readAll, write, type Io } from "./io.js";
 import { openRuntime } from "./runtime.js";
+import { ProgressView, progressMode } from "./progress.js";
 import { loadSession, saveSession } from "./sessions.js";
 
 export const RUN_HELP = `Usage: codemode run <file|-> [--json] [--timeout <duration>] [--session <name>]
@@ -18,6 +19,11 @@ in ./codemode.json and prints what the program printed with text() (its "content
   --timeout <duration> wall-clock deadline: 5000, 5000ms, 30s or 2m (default 30s, at most 600s)
   --session <name>     share store()/load() values with earlier runs of this session (kept in
                        the data dir, <dataDir>/sessions/<name>.json)
+  --config <file>      the configuration to use instead of ./codemode.json
+
+While subagents run and stderr is a terminal, their progress is shown there (one line per task:
+status, label, output bytes, time, usage). CODEMODE_PROGRESS=0 turns it off; CODEMODE_PROGRESS=1
+prints a line per status change even when stderr is not a terminal.
 
 Exit codes: 0 the program succeeded, 1 it failed (the failure is printed on stderr), 2 usage error.
 `;
@@ -65,7 +71,14 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
     if (session !== undefined) loadSession(runtime.cm, config.dataDir, session);
-    const result = await runtime.cm.run(code, { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(session === undefined ? {} : { session }) });
+    const progress = new ProgressView(runtime.cm.tasks, io.stderr, progressMode(io.stderr, io.env), { color: io.stderr.isTTY === true && !io.env.NO_COLOR });
+    progress.start();
+    let result;
+    try {
+      result = await runtime.cm.run(code, { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(session === undefined ? {} : { session }) });
+    } finally {
+      progress.stop();
+    }
     if (session !== undefined) saveSession(runtime.cm, config.dataDir, session);
     // Upstream servers that did not start are part of this run's story too.
     if (runtime.warnings.length > 0) result.details.warnings = [...runtime.warnings, ...result.details.warnings];

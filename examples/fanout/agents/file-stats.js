@@ -11,7 +11,7 @@ for (const path of paths) {
   text(`${path}: ${file.total_lines} lines`);
 }
 const report = {
-  summary: `${paths.length} files, ${lines} lines, ${exports} exports`,
+  summary: `${paths.length} file${paths.length === 1 ? "" : "s"}, ${lines} lines, ${exports} exports`,
   findings: [{ what: "largest file", evidence: `${largest.path} (${largest.lines} lines)` }],
   files_touched: [],
 };

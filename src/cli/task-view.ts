@@ -1,0 +1,111 @@
+// Rendering task records for people: the `codemode tasks` table, `codemode task <id>` header and
+// the live progress lines of `codemode run`. Pure functions of records, so they are testable.
+import Table from "cli-table3";
+import pc from "picocolors";
+import type { TaskRecord, TaskStatus, Usage } from "../tasks/index.js";
+
+export type Colors = ReturnType<typeof pc.createColors>;
+
+export function colors(enabled: boolean): Colors {
+  return pc.createColors(enabled);
+}
+
+export function paint(c: Colors, status: TaskStatus): string {
+  switch (status) {
+    case "succeeded":
+      return c.green(status);
+    case "failed":
+    case "lost":
+      return c.red(status);
+    case "canceled":
+    case "stopping":
+      return c.yellow(status);
+    case "running":
+      return c.cyan(status);
+    default:
+      return c.dim(status);
+  }
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const minutes = Math.floor(ms / 60_000);
+  return `${minutes}m${String(Math.round((ms % 60_000) / 1000)).padStart(2, "0")}s`;
+}
+
+/** `in 1200 · out 340 · $0.0084 · 3 turns`, or "—" where the host recorded no usage (yet). */
+export function formatUsage(usage: Usage | undefined): string {
+  if (!usage) return "—";
+  return `in ${usage.input} · out ${usage.output} · $${usage.cost.toFixed(4)} · ${usage.turns} turn${usage.turns === 1 ? "" : "s"}`;
+}
+
+function elapsed(record: TaskRecord, now: number): string {
+  if (record.startedAt === undefined) return "—";
+  return formatDuration((record.endedAt ?? now) - record.startedAt);
+}
+
+function cut(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** The task table: one row per record, oldest first, as `ptc_task_list` details hold them. */
+export function renderTaskTable(records: readonly TaskRecord[], options: { color: boolean; now?: number }): string {
+  const c = colors(options.color);
+  const now = options.now ?? Date.now();
+  const table = new Table({
+    head: ["id", "status", "agent", "label", "depth", "output", "time", "usage", "note"].map((h) => c.bold(h)),
+    style: { head: [], border: [], compact: true, "padding-left": 0, "padding-right": 0 },
+    chars: { top: "", "top-mid": "", "top-left": "", "top-right": "", bottom: "", "bottom-mid": "", "bottom-left": "", "bottom-right": "", left: "", "left-mid": "", mid: "", "mid-mid": "", right: "", "right-mid": "", middle: "  " },
+  });
+  for (const r of records) {
+    const note = r.lostReason ? `${r.lostReason}${r.errorMessage ? `: ${r.errorMessage}` : ""}` : (r.errorMessage ?? r.report?.summary ?? "");
+    table.push([r.id, paint(c, r.status), r.agent, cut(r.label, 30), String(r.depth), formatBytes(r.outputBytes), elapsed(r, now), formatUsage(r.usage), cut(note, 60)]);
+  }
+  return table
+    .toString()
+    .split("\n")
+    .map((line) => line.trimEnd())
+    .join("\n");
+}
+
+/** Summary lines of one task, for `codemode task <id>`. */
+export function renderTaskHeader(r: TaskRecord, options: { color: boolean; now?: number }): string {
+  const c = colors(options.color);
+  const lines = [`task ${r.id}  ${paint(c, r.status)}  agent ${r.agent}${r.label !== r.agent ? `  label "${r.label}"` : ""}  depth ${r.depth}`];
+  const facts: string[] = [`driver ${r.driver}`];
+  if (r.startedAt !== undefined) facts.push(`ran ${elapsed(r, options.now ?? Date.now())}`);
+  if (r.exitCode !== undefined) facts.push(`exit ${r.exitCode}`);
+  if (r.parentId) facts.push(`parent ${r.parentId}`);
+  if (r.readOnlyTier) facts.push(`read-only ${r.readOnlyTier}`);
+  lines.push(facts.join(" · "));
+  lines.push(`usage: ${formatUsage(r.usage)}`);
+  if (r.errorMessage) lines.push(c.red(`error: ${r.errorMessage}`));
+  if (r.lostReason) lines.push(c.red(`lost: ${r.lostReason}`));
+  if (r.stopReason) lines.push(`stopped: ${r.stopReason}`);
+  if (r.report) {
+    lines.push(`report (${r.reportChannel}): ${r.report.summary}`);
+    for (const f of r.report.findings) lines.push(`  - ${f.what}: ${f.evidence}`);
+    if (r.report.files_touched.length) lines.push(`  files touched: ${r.report.files_touched.join(", ")}`);
+  } else if (r.reportChannel) {
+    lines.push(`report: ${r.reportChannel}`);
+  }
+  return lines.join("\n");
+}
+
+/** One live progress line: status, label, bytes, usage. */
+export function progressLine(r: TaskRecord, options: { color: boolean; now?: number }): string {
+  const c = colors(options.color);
+  const label = r.label === r.agent ? r.agent : `${r.label} (${r.agent})`;
+  const parts = [`${"  ".repeat(r.depth > 0 ? r.depth - 1 : 0)}${paint(c, r.status)}`, label, formatBytes(r.outputBytes), elapsed(r, options.now ?? Date.now())];
+  if (r.usage) parts.push(formatUsage(r.usage));
+  if (r.errorMessage) parts.push(c.red(cut(r.errorMessage, 80)));
+  return parts.join("  ");
+}

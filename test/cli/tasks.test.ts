@@ -1,0 +1,132 @@
+// Subagents through the CLI: a run that fans out leaves its tasks in the data dir; `codemode tasks`
+// and `codemode task <id>` read them back, including tasks whose host was killed.
+import { spawn } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { CLI, ROOT, runCli, tempProject } from "../mcp/helpers.js";
+
+const FANOUT_CONFIG = join(ROOT, "examples", "fanout", "codemode.json");
+const FANOUT_MAIN = join(ROOT, "examples", "fanout", "main.js");
+
+/** A small project the fan-out example runs over: src/a (2 files), src/b (1 file). */
+export function sourceTree(): string {
+  const cwd = tempProject();
+  mkdirSync(join(cwd, "src", "a"), { recursive: true });
+  mkdirSync(join(cwd, "src", "b"), { recursive: true });
+  writeFileSync(join(cwd, "src", "a", "x.ts"), "export const a = 1;\nconst b = 2;\n");
+  writeFileSync(join(cwd, "src", "a", "y.ts"), "export function f() {}\n");
+  writeFileSync(join(cwd, "src", "b", "z.ts"), "line\nline\nline\n");
+  return cwd;
+}
+
+const ID = /[0-9A-HJKMNP-TV-Z]{26}/g;
+const TIME = /\b\d+(\.\d+)?(ms|s)\b/g;
+const normalize = (text: string) => text.replace(ID, "<id>").replace(TIME, "<t>");
+
+describe("codemode tasks / task after a fan-out run", () => {
+  let cwd: string;
+  let ids: string[];
+
+  beforeAll(async () => {
+    cwd = sourceTree();
+    const run = await runCli(["run", "--config", FANOUT_CONFIG, FANOUT_MAIN], { cwd, env: { CODEMODE_PROGRESS: "1" } });
+    expect(run.code).toBe(0);
+    // Progress lines (stderr is not a terminal, CODEMODE_PROGRESS=1): each task's final state at least.
+    const finals = run.stderr.split("\n").filter((line) => line.includes("succeeded"));
+    expect(finals.map(normalize)).toEqual([
+      "[task <id>] succeeded  src/a (file-stats)  183 B  <t>  in 0 · out 0 · $0.0000 · 1 turn",
+      "[task <id>] succeeded  src/b (file-stats)  162 B  <t>  in 0 · out 0 · $0.0000 · 1 turn",
+    ]);
+    ids = finals.map((line) => line.match(ID)![0]);
+  });
+
+  it("codemode tasks renders the table of what the run left in the data dir", async () => {
+    const result = await runCli(["tasks"], { cwd });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe("");
+    expect(normalize(result.stdout).split("\n").map((line) => line.replace(/ +/g, " "))).toEqual([
+      "id status agent label depth output time usage note",
+      "<id> succeeded file-stats src/a 1 183 B <t> in 0 · out 0 · $0.0000 · 1 turn 2 files, 3 lines, 2 exports",
+      "<id> succeeded file-stats src/b 1 162 B <t> in 0 · out 0 · $0.0000 · 1 turn 1 file, 3 lines, 0 exports",
+      "",
+    ]);
+    expect(result.stdout.match(ID)).toEqual(ids);
+  });
+
+  it("--json gives the records (camelCase details); --status filters", async () => {
+    const json = JSON.parse((await runCli(["tasks", "--json"], { cwd })).stdout);
+    expect(json.count).toBe(2);
+    expect(json.tasks.map((t: { id: string; status: string; label: string; reportChannel: string; readOnlyTier: string }) => [t.id, t.status, t.label, t.reportChannel, t.readOnlyTier])).toEqual([
+      [ids[0], "succeeded", "src/a", "prompt-json", "enforced"],
+      [ids[1], "succeeded", "src/b", "prompt-json", "enforced"],
+    ]);
+    expect(await runCli(["tasks", "--status", "failed,lost"], { cwd })).toEqual({ code: 0, stdout: "No failed or lost tasks.\n", stderr: "" });
+    // --watch returns once nothing is queued or running.
+    const watch = await runCli(["tasks", "--watch", "--interval", "50ms"], { cwd });
+    expect(watch.code).toBe(0);
+    expect(watch.stdout).toBe((await runCli(["tasks"], { cwd })).stdout);
+  });
+
+  it("codemode task <id> prints the output on stdout and status, usage and report on stderr", async () => {
+    const result = await runCli(["task", ids[0]!], { cwd });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(
+      'src/a/x.ts: 2 lines\nsrc/a/y.ts: 1 lines\n```json\n{"summary":"2 files, 3 lines, 2 exports","findings":[{"what":"largest file","evidence":"src/a/x.ts (2 lines)"}],"files_touched":[]}\n```',
+    );
+    expect(normalize(result.stderr)).toBe(
+      [
+        'task <id>  succeeded  agent file-stats  label "src/a"  depth 1',
+        "driver script · ran <t> · exit 0 · read-only enforced",
+        "usage: in 0 · out 0 · $0.0000 · 1 turn",
+        "report (prompt-json): 2 files, 3 lines, 2 exports",
+        "  - largest file: src/a/x.ts (2 lines)",
+        "",
+      ].join("\n"),
+    );
+    const json = JSON.parse((await runCli(["task", ids[1]!, "--json"], { cwd })).stdout);
+    expect(json.task.report).toEqual({ summary: "1 file, 3 lines, 0 exports", findings: [{ what: "largest file", evidence: "src/b/z.ts (3 lines)" }], files_touched: [], usage: { input: 0, output: 0, cost: 0, turns: 1 } });
+    expect(json.output).toMatch(/^src\/b\/z\.ts: 3 lines\n/);
+  });
+
+  it("an unknown id exits 1 and says how to find ids; bad flags exit 2", async () => {
+    expect(await runCli(["task", "01NOPE"], { cwd })).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: 'codemode task: unknown task id "01NOPE"; list task ids with ptc_task_list (from the command line: codemode tasks)\n',
+    });
+    const bad = await runCli(["tasks", "--status", "runing"], { cwd });
+    expect(bad).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: 'codemode tasks: --status "runing" is not a task status; use one or more of queued, running, stopping, succeeded, failed, canceled, lost (comma-separated)\nRun codemode help for usage.\n',
+    });
+    expect((await runCli(["task"], { cwd })).stderr).toBe("codemode task: give one task id (list them with codemode tasks), got none\nRun codemode help for usage.\n");
+    expect((await runCli(["tasks", "--limit", "0"], { cwd })).stderr).toBe('codemode tasks: --limit must be a whole number from 1 to 10000, got "0"\nRun codemode help for usage.\n');
+  });
+});
+
+describe("a run whose host is killed", () => {
+  it("leaves its running task as lost (host_exited_while_running) for the next codemode tasks", async () => {
+    const cwd = tempProject({ agentsDir: "agents" });
+    mkdirSync(join(cwd, "agents"));
+    writeFileSync(join(cwd, "agents", "sleeper.md"), "---\nname: sleeper\ndescription: sleeps\ndriver: command\ncommand: [sleep, \"3\"]\n---\nSleeps.\n");
+    const child = spawn(process.execPath, [CLI, "run", "-"], { cwd, env: { ...process.env, CODEMODE_PROGRESS: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    child.stdin.end(`await tools.ptc_subagent({ agent: "sleeper", task: "x", background: true, label: "nap" }); for (;;) await sleep(1000);`);
+    // Kill the host (SIGKILL: no cleanup) once its progress shows the task running.
+    await new Promise<void>((resolve) => {
+      let seen = "";
+      child.stderr.on("data", (chunk: Buffer) => {
+        seen += chunk.toString();
+        if (seen.includes("running  nap (sleeper)")) {
+          child.kill("SIGKILL");
+          resolve();
+        }
+      });
+    });
+    await new Promise((resolve) => child.once("exit", resolve));
+    const result = await runCli(["tasks"], { cwd });
+    const row = normalize(result.stdout).split("\n").map((line) => line.replace(/ +/g, " "))[1];
+    expect(row).toMatch(/^<id> lost sleeper nap 1 0 B <t> — host_exited_while_running: the host \(pid \d+\) exited while/);
+  });
+});
