@@ -127,6 +127,6 @@ describe("a run whose host is killed", () => {
     await new Promise((resolve) => child.once("exit", resolve));
     const result = await runCli(["tasks"], { cwd });
     const row = normalize(result.stdout).split("\n").map((line) => line.replace(/ +/g, " "))[1];
-    expect(row).toMatch(/^<id> lost sleeper nap 1 0 B <t> — host_exited_while_running: the host \(pid \d+\) exited while/);
+    expect(row).toMatch(/^<id> lost sleeper nap 1 0 B <t> — host_exited_while_running: the host \(pid \d+\) exited/);
   });
 });
