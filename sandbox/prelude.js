@@ -51,7 +51,7 @@
       get(target, key) {
         if (typeof key === "symbol" || key === "then" || key === "toJSON") return undefined;
         if (key in target) return target[key];
-        throw new TypeErr(host("unknownTool", prefix, Str(key)));
+        throw new TypeErr(host("unknownTool", prefix, stringify(Str(key))));
       },
       set: () => false, defineProperty: () => false, deleteProperty: () => false, setPrototypeOf: () => false,
     });
@@ -65,13 +65,14 @@
   for (const head of keys(branches)) root[head] = namespace(head, branches[head]);
   global("tools", namespace("", root));
 
-  global("text", function text(value) { host("text", render(value)); });
+  // Free-form strings cross as JSON: the host reads C strings, which end at a NUL and mangle lone surrogates.
+  global("text", function text(value) { host("text", stringify(render(value))); });
   const consoleObject = create(null);
   for (const level of ["log", "info", "warn", "error", "debug"]) {
     consoleObject[level] = function () {
       let line = "";
       for (let i = 0; i < arguments.length; i++) line += (i ? " " : "") + render(arguments[i]);
-      host("console", level, line);
+      host("console", level, stringify(line));
     };
   }
   global("console", freeze(consoleObject));
@@ -79,12 +80,12 @@
   const checkKey = (name, key) => { if (typeof key !== "string" || key === "") throw new TypeErr(name + ": key must be a non-empty string"); };
   global("store", function store(key, value) {
     checkKey("store(key, value)", key);
-    const problem = host("store", key, value === undefined ? undefined : toJson("store(" + stringify(key) + ")", value));
+    const problem = host("store", stringify(key), value === undefined ? undefined : toJson("store(" + stringify(key) + ")", value));
     if (problem) throw new RangeErr(problem);
   });
   global("load", function load(key) {
     checkKey("load(key)", key);
-    const json = host("load", key);
+    const json = host("load", stringify(key));
     return json === undefined ? undefined : parse(json);
   });
 
@@ -121,6 +122,7 @@
     } catch (_) { return undefined; }
   };
   return {
+    fromJson: parse,
     // "=" + JSON for a value, "!" + reason when it is not JSON; undefined when there is none.
     result(value) {
       if (value === undefined) return undefined;

@@ -37,6 +37,8 @@ export class GuestRun {
   private nextInternalTimer = -1;
   private readonly store: Map<string, string>;
   private readonly heapExhaustedAtStart: number;
+  /** The prelude's pristine JSON.parse: builds guest strings that newString would cut at a NUL. */
+  private fromJson: QuickJSHandle | undefined;
   private storeBytes = 0;
   private pendingText: string[] = [];
   private pendingTextBytes = 0;
@@ -79,15 +81,39 @@ export class GuestRun {
   /** An Error the program can catch: name, message, and the machine-readable code and reason. */
   private newGuestError(payload: { name: string; code?: string; reason?: string; message: string }): QuickJSHandle {
     const { context } = this;
-    const error = context.newError({ name: payload.name, message: payload.message });
-    for (const key of ["code", "reason"] as const) {
+    const error = context.newError({ name: payload.name, message: "" });
+    for (const key of ["message", "code", "reason"] as const) {
       const value = payload[key];
       if (value === undefined) continue;
-      const handle = context.newString(value);
+      const handle = this.guestString(value);
       context.setProp(error, key, handle);
       handle.dispose();
     }
     return error;
+  }
+
+  /**
+   * A guest string equal to `value`. newString passes through a C string, which ends at the first
+   * NUL ("before\0after" arrived as "before"), so such strings are built from their JSON instead.
+   */
+  private guestString(value: string): QuickJSHandle {
+    const { context } = this;
+    if (!value.includes("\0") || !this.fromJson?.alive) return context.newString(value);
+    const json = context.newString(JSON.stringify(value));
+    const result = context.callFunction(this.fromJson, context.undefined, json);
+    json.dispose();
+    if (result.error) {
+      result.error.dispose();
+      return context.newString(value);
+    }
+    return result.value;
+  }
+
+  /** A string the prelude sent as JSON: getString reads a C string, which ends at a NUL and mangles lone surrogates. */
+  private jsonArg(handle: QuickJSHandle): string {
+    const value: unknown = JSON.parse(this.context.getString(handle));
+    if (typeof value !== "string") throw new TypeError("the bridge expected a JSON string");
+    return value;
   }
 
   abort(): void {
@@ -148,6 +174,7 @@ export class GuestRun {
     const hostInterface = preludeResult.value;
     const serialise = context.getProp(hostInterface, "result");
     const describe = context.getProp(hostInterface, "error");
+    this.fromJson = context.getProp(hostInterface, "fromJson");
     hostInterface.dispose();
     // Only the user's program is interruptible: the prelude is ours, short, and must finish.
     runtime.setInterruptHandler(() => this.shouldInterrupt());
@@ -168,6 +195,7 @@ export class GuestRun {
     } finally {
       serialise.dispose();
       describe.dispose();
+      this.fromJson?.dispose();
     }
   }
 
@@ -320,19 +348,20 @@ export class GuestRun {
     switch (op) {
       case "call":
         return this.startCall(context.getString(args[1]), context.getString(args[2]));
+      // Free-form strings (output, console lines, store keys, names) cross as JSON; see jsonArg.
       case "text":
-        this.appendText(context.getString(args[1]));
+        this.appendText(this.jsonArg(args[1]));
         return undefined;
       case "console":
-        this.appendConsole(context.getString(args[1]) as ConsoleLine["level"], context.getString(args[2]));
+        this.appendConsole(context.getString(args[1]) as ConsoleLine["level"], this.jsonArg(args[2]));
         return undefined;
       case "store": {
         const json = context.typeof(args[2]) === "string" ? context.getString(args[2]) : undefined;
-        const problem = this.storeValue(context.getString(args[1]), json);
-        return problem === undefined ? undefined : context.newString(problem);
+        const problem = this.storeValue(this.jsonArg(args[1]), json);
+        return problem === undefined ? undefined : this.guestString(problem);
       }
       case "load": {
-        const json = this.store.get(context.getString(args[1]));
+        const json = this.store.get(this.jsonArg(args[1]));
         return json === undefined ? undefined : context.newString(json);
       }
       case "sleep":
@@ -341,7 +370,7 @@ export class GuestRun {
         this.clearTimer(context.getNumber(args[1]));
         return undefined;
       case "unknownTool":
-        return context.newString(unknownToolMessage(this.request.tools, context.getString(args[1]), context.getString(args[2])));
+        return this.guestString(unknownToolMessage(this.request.tools, context.getString(args[1]), this.jsonArg(args[2])));
       default:
         throw new TypeError(`unknown host operation ${JSON.stringify(op)}`);
     }

@@ -47,6 +47,23 @@ describe("engine regressions found by hostile programs", () => {
     }
   });
 
+  it("carries NUL and lone surrogates exactly through text, console, store keys and tool errors", async () => {
+    // The bridge read and wrote C strings: text("a\0b") showed "a", store("k\0x") and store("k")
+    // were one key, "\ud800" and "\udc00" were one key, and a tool error "before\0after" arrived as "before".
+    const result = await cm.run(
+      `text("a\\u0000b|\\ud800|\\u{1F600}"); console.log("c\\u0000d", "\\udc00");
+store("k\\u0000x", 1); store("k", 2); store("\\ud800", 3); store("\\udc00", 4);
+let failure; try { await tools.fail({ kind: "nul" }) } catch (e) { failure = e.message }
+return [load("k\\u0000x"), load("k"), load("\\ud800"), load("\\udc00"), failure]`,
+      { session: session() },
+    );
+    expect(result.structuredContent.value).toEqual([1, 2, 3, 4, "before\u0000after"]);
+    expect(result.content[0].text).toBe("a\u0000b|\ud800|\u{1F600}");
+    expect(result.details.console).toEqual([{ level: "log", text: "c\u0000d \udc00" }]);
+    const unknown = await cm.run(`tools["ec\\u0000ho"]({})`);
+    expect(unknown.structuredContent.error?.message).toContain("tools.ec\u0000ho is not a tool");
+  });
+
   it("reports a microtask flood that the deadline broke as a timeout, not as a deadlock", async () => {
     const result = await cm.run("function f() { Promise.resolve().then(f) } f(); await new Promise(() => {})", { timeoutMs: 300 });
     expect(result.structuredContent.error).toEqual({ kind: "timeout", message: "the program ran past its 300 ms deadline" });
