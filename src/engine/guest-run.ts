@@ -79,11 +79,16 @@ export class GuestRun {
   }
 
   /** An Error the program can catch: name, message, and the machine-readable code and reason. */
-  private newGuestError(payload: { name: string; code?: string; reason?: string; message: string }): QuickJSHandle {
+  private newGuestError(payload: { name: string; code?: string; reason?: string; message: string; fields?: Record<string, string> }): QuickJSHandle {
     const { context } = this;
     const error = context.newError({ name: payload.name, message: "" });
-    for (const key of ["message", "code", "reason"] as const) {
-      const value = payload[key];
+    const properties: Array<[string, string | undefined]> = [
+      ["message", payload.message],
+      ["code", payload.code],
+      ["reason", payload.reason],
+      ...Object.entries(payload.fields ?? {}),
+    ];
+    for (const [key, value] of properties) {
       if (value === undefined) continue;
       const handle = this.guestString(value);
       context.setProp(error, key, handle);
@@ -452,8 +457,12 @@ export class GuestRun {
   }
 
   private startTimer(delay: number, guestId: number): QuickJSHandle {
+    const full = this.timers.size >= this.request.limits.maxTimers;
+    // setTimeout throws where it is called: a rejection of its internal promise reached no one,
+    // and the callback silently never ran.
+    if (full && guestId > 0) throw new RangeError(`setTimeout(): too many pending timers (limit ${this.request.limits.maxTimers} per run)`);
     const deferred = this.context.newPromise();
-    if (this.timers.size >= this.request.limits.maxTimers) {
+    if (full) {
       const error = this.context.newError({ name: "RangeError", message: `too many pending timers (limit ${this.request.limits.maxTimers} per run)` });
       deferred.reject(error);
       error.dispose();

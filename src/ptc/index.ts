@@ -21,7 +21,8 @@ const FOREGROUND_TEXT_BYTES = 8 * 1024;
 
 /** Task failures keep their code (task_not_found, task_depth_exceeded…) for programs to branch on. */
 function rethrow(err: unknown): never {
-  if (err instanceof TaskError) throw new ToolError(err.code, err.message);
+  // The task id travels as `e.task_id` too, so a program can read a failed child's usage without parsing prose.
+  if (err instanceof TaskError) throw new ToolError(err.code, err.message, err.taskId ? { fields: { task_id: err.taskId } } : undefined);
   throw err;
 }
 
@@ -66,7 +67,7 @@ export function ptcSubagentTool(host: TaskHost): Tool {
       "Spawn a subagent on a task. Foreground (default) waits and returns its result; background: true returns a task_id at once (status running or queued) to poll with ptc_task_output. A failed foreground child rejects with its task id.",
     input: z.object({
       agent: z.string().min(1).describe("Agent name"),
-      task: z.string().min(1).describe("What the subagent should do"),
+      task: z.string().min(1).refine((text) => text.trim().length > 0, "must contain text, not only whitespace").describe("What the subagent should do"),
       background: z.boolean().optional(),
       label: z.string().optional().describe("Short label for task lists"),
       model: z.string().optional(),

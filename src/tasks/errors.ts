@@ -18,8 +18,11 @@ export type TaskErrorCode =
 export class TaskError extends Error {
   override readonly name = "TaskError";
   readonly code: TaskErrorCode;
-  /** The task the error is about, when there is one (a failed foreground child keeps its id). */
-  readonly taskId?: string;
+  /**
+   * The task the error is about, when there is one (a failed foreground child keeps its id).
+   * Declared, not initialised: absent means no own property, never one holding undefined.
+   */
+  declare readonly taskId?: string;
 
   constructor(code: TaskErrorCode, message: string, taskId?: string) {
     super(message);

@@ -282,10 +282,12 @@ export class TaskHost {
     const record = this.getOrThrow(id);
     const total = this.store.outputSize(id);
     const since = options.sinceBytes ?? 0;
-    let probe: Buffer | undefined;
+    // A UTF-8 character is at most 4 bytes: this window holds every byte the boundary check reads.
+    const windowStart = Math.max(0, since - 4);
+    let window: Buffer | undefined;
     checkSinceBytes(id, since, total, (offset) => {
-      probe ??= this.store.readOutput(id, Math.max(0, offset - 4), offset + 1);
-      return probe[probe.length - 1]!;
+      window ??= this.store.readOutput(id, windowStart, Math.min(total, since + 1));
+      return window[offset - windowStart]!;
     });
     const page = this.store.readOutput(id, since, total);
     const tail = tailTruncate(page);
@@ -494,10 +496,13 @@ export class TaskHost {
     return { input, output, cost: Math.round(cost * 1e9) / 1e9, turns: live.usage.turns };
   }
 
+  /** Final output = something other than whitespace, found by scanning the log backwards in chunks. */
   private hasFinalOutput(id: string, bytes: number): boolean {
-    if (bytes === 0) return false;
-    const head = this.store.readOutput(id, Math.max(0, bytes - 4096), bytes);
-    return head.toString("utf8").trim().length > 0 || bytes > 4096;
+    for (let end = bytes; end > 0; end -= 64 * 1024) {
+      const chunk = this.store.readOutput(id, Math.max(0, end - 64 * 1024), end);
+      if (/\S/.test(chunk.toString("latin1"))) return true;
+    }
+    return false;
   }
 
   private reportFor(live: Live, bytes: number): { channel: ReportChannel; report?: ReportBody } {

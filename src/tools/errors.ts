@@ -14,9 +14,12 @@ export type ToolErrorCode =
 export class ToolError extends Error {
   override readonly name = "ToolError" as const;
   readonly code: ToolErrorCode;
-  readonly reason?: string;
+  // `declare`: an absent reason or field set is no own property at all, not one holding undefined.
+  declare readonly reason?: string;
+  /** Extra facts a program can read off the rejection as own properties (e.g. `task_id`). */
+  declare readonly fields?: Readonly<Record<string, string>>;
 
-  constructor(code: ToolErrorCode, message: string, options?: { reason?: string; cause?: unknown }) {
+  constructor(code: ToolErrorCode, message: string, options?: { reason?: string; cause?: unknown; fields?: Record<string, string> }) {
     if (typeof code !== "string" || !/^[a-z][a-z0-9_]*$/.test(code)) {
       throw new TypeError(`ToolError: "code" must be a snake_case string, received ${describeValue(code)}`);
     }
@@ -29,7 +32,15 @@ export class ToolError extends Error {
       if (typeof options.reason !== "string" || options.reason === "") {
         throw new TypeError(`ToolError: "reason" must be a non-empty string, received ${describeValue(options.reason)}`);
       }
-      this.reason = options.reason;
+      (this as { reason?: string }).reason = options.reason;
+    }
+    if (options?.fields !== undefined) {
+      for (const [key, value] of Object.entries(options.fields)) {
+        if (!/^[a-z][a-z0-9_]*$/.test(key) || typeof value !== "string" || key === "code" || key === "reason" || key === "name" || key === "message") {
+          throw new TypeError(`ToolError: "fields" must map snake_case names (not name/message/code/reason) to strings, received ${JSON.stringify(key)}: ${describeValue(value)}`);
+        }
+      }
+      (this as { fields?: Readonly<Record<string, string>> }).fields = Object.freeze({ ...options.fields });
     }
   }
 
@@ -73,6 +84,7 @@ export interface GuestError {
   code: string;
   reason?: string;
   message: string;
+  fields?: Record<string, string>;
 }
 
 /**
@@ -91,5 +103,6 @@ export function guestError(err: unknown): GuestError {
   }
   const out: GuestError = { name, code, message };
   if (err instanceof ToolError && err.reason !== undefined) out.reason = err.reason;
+  if (err instanceof ToolError && err.fields !== undefined) out.fields = { ...err.fields };
   return out;
 }

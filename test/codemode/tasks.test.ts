@@ -49,6 +49,22 @@ describe("createCodemode with subagents", () => {
     expect(Object.hasOwn(result.structuredContent.value as object, "task_id")).toBe(false);
   });
 
+  it("rejects a failed foreground child with its task id as a field, and its usage stays readable", async () => {
+    const cm = await open({ agentDirs: [], agents: [{ name: "crasher", description: "fails", driver: "script", scriptCode: "text('partial'); throw new Error('disk full')" }] });
+    const result = await cm.run(`
+      try { await tools.ptc_subagent({ agent: "crasher", task: "go" }) } catch (e) {
+        const out = await tools.ptc_task_output({ task_id: e.task_id });
+        return { code: e.code, named: e.message.includes(e.task_id), status: out.status, failure: out.output.startsWith("Script failed (exception): Error: disk full"), partial: out.output.includes("partial"), turns: out.usage.turns };
+      }`);
+    expect(result.structuredContent.value).toStrictEqual({ code: "task_failed", named: true, status: "failed", failure: true, partial: true, turns: 1 });
+  });
+
+  it("refuses a blank task as invalid input", async () => {
+    const cm = await open({ agentDirs: [], agents: [{ name: "a", description: "x", driver: "script", scriptCode: "text(1)" }] });
+    const result = await cm.run(`try { await tools.ptc_subagent({ agent: "a", task: "   " }) } catch (e) { return [e.code, e.reason, e.message] }`);
+    expect(result.structuredContent.value).toStrictEqual(["tool_invalid_input", "schema_invalid", expect.stringContaining("must contain text, not only whitespace")]);
+  });
+
   it("refuses an unknown agent with the known ones and where they load from", async () => {
     const cm = await open({ agents: [{ name: "only", description: "x", driver: "script", scriptCode: "text(1)" }], agentDirs: [] });
     const result = await cm.run(`try { await tools.ptc_subagent({ agent: "nobody", task: "x" }) } catch (e) { return e.message }`);

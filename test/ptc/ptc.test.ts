@@ -159,6 +159,8 @@ describe("ptc_subagent", () => {
     const { tools } = setup();
     const err = await refusal(tools.ptc_subagent!, { agent: "broken", task: "go" });
     const id = /subagent task (\S+) /.exec(err.message)![1]!;
+    // The id is a field of the rejection too, so a program reads it without parsing the message.
+    expect(err.fields).toStrictEqual({ task_id: id });
     expect([err.code, err.message]).toStrictEqual([
       "task_failed",
       `subagent task ${id} (agent "broken") failed: disk full; its output and usage stay readable with ptc_task_output({ task_id: "${id}" })`,
