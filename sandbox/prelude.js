@@ -133,10 +133,20 @@
         return "!the return value could not be serialised: " + render(e && e.message);
       }
     },
+    // A null-prototype record: Object.prototype.toJSON (or getters there) must not rewrite it.
     error(e) {
-      return e !== null && (typeof e === "object" || typeof e === "function")
-        ? stringify({ name: read(e, "name"), message: read(e, "message"), stack: read(e, "stack"), thrown: false })
-        : stringify({ message: render(e), thrown: true });
+      const out = create(null);
+      if (e !== null && (typeof e === "object" || typeof e === "function")) {
+        out.name = read(e, "name");
+        out.message = read(e, "message");
+        out.stack = read(e, "stack");
+        out.thrown = out.name === undefined && out.message === undefined;
+        if (out.thrown) out.message = render(e);
+      } else {
+        out.message = render(e);
+        out.thrown = true;
+      }
+      return stringify(out);
     },
   };
 })(globalThis);

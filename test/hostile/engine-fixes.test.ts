@@ -64,6 +64,19 @@ return [load("k\\u0000x"), load("k"), load("\\ud800"), load("\\udc00"), failure]
     expect(unknown.structuredContent.error?.message).toContain("tools.ec\u0000ho is not a tool");
   });
 
+  it("describes a thrown error even when Object.prototype.toJSON is replaced, and names unreadable throws", async () => {
+    const tampered = await cm.run(`Object.prototype.toJSON = function () { return "hacked" }; throw new Error("the real error")`);
+    expect(tampered.structuredContent.error).toMatchObject({ kind: "exception", message: "Error: the real error", line: 1 });
+    expect((await cm.run("throw { code: 1 }")).structuredContent.error).toEqual({ kind: "exception", message: '{"code":1}' });
+    const proxy = await cm.run(`throw new Proxy({}, { get() { throw new Error("nope") } })`);
+    expect(proxy.structuredContent.error).toEqual({ kind: "exception", message: "[unprintable value]" });
+  });
+
+  it("throws from setTimeout past the timer limit instead of silently never calling back", async () => {
+    const result = await cm.run(`try { for (let i = 0; i < 20000; i++) setTimeout(() => {}, 1e6); return "scheduled" } catch (e) { return e.name + ": " + e.message }`);
+    expect(result.structuredContent.value).toBe("RangeError: setTimeout(): too many pending timers (limit 10000 per run)");
+  });
+
   it("reports a microtask flood that the deadline broke as a timeout, not as a deadlock", async () => {
     const result = await cm.run("function f() { Promise.resolve().then(f) } f(); await new Promise(() => {})", { timeoutMs: 300 });
     expect(result.structuredContent.error).toEqual({ kind: "timeout", message: "the program ran past its 300 ms deadline" });
