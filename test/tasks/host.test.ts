@@ -251,6 +251,9 @@ describe("TaskHost with the function driver", () => {
     expect(readFileSync(page.fullPath!, "utf8")).toBe(big);
     const tail = host.output(rec.id, { sinceBytes: total - Buffer.byteLength("line 2999 é\n") });
     expect([tail.output, tail.truncated, Object.hasOwn(tail, "fullPath")]).toStrictEqual(["line 2999 é\n", false, false]);
-    expect(() => host.output(rec.id, { sinceBytes: total - 2 })).toThrow("falls inside a multi-byte UTF-8 character");
+    // "é" is 2 bytes; total - 2 is its second byte, so the boundary to suggest is total - 3.
+    expect(() => host.output(rec.id, { sinceBytes: total - 2 })).toThrow(
+      `"since_bytes" ${total - 2} falls inside a multi-byte UTF-8 character of task ${rec.id}'s output; pass a character boundary such as ${total - 3}, or the output_bytes of the previous read`,
+    );
   });
 });
