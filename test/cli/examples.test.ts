@@ -1,7 +1,10 @@
 // Every example in examples/ is run the way its header says, through the built CLI.
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ROOT, runCli } from "../mcp/helpers.js";
+import { readdirSync } from "node:fs";
+import { ROOT, runCli, sourceTree } from "../mcp/helpers.js";
+
+const FANOUT_CONFIG = join(ROOT, "examples", "fanout", "codemode.json");
 
 describe("examples", () => {
   it("(c) mcp-upstream: a program uses an upstream MCP server's tools", async () => {
@@ -26,5 +29,48 @@ describe("examples", () => {
       "notes.search_notes:ok",
       "notes.server_info:ok",
     ]);
+  });
+
+  it("(a) fanout/main.js: background script subagents over a source tree, polled and aggregated", async () => {
+    const result = await runCli(["run", "--config", FANOUT_CONFIG, join(ROOT, "examples", "fanout", "main.js")], { cwd: sourceTree() });
+    expect(result).toEqual({
+      code: 0,
+      stdout: [
+        "2 background file-stats subagents over 3 files (src/**/*.ts):",
+        "  src/a: 2 files, 3 lines, 2 exports; largest file: src/a/x.ts (2 lines)",
+        "  src/b: 1 file, 3 lines, 0 exports; largest file: src/b/z.ts (3 lines)",
+        "total: 3 files, 6 lines, 0 failed",
+        "usage (host-counted): 2 turns, 0 input tokens, $0.0000",
+        "",
+      ].join("\n"),
+      stderr: "",
+    });
+  });
+
+  it("(b) fanout/main-command.js: the same with a command-line agent; the host counts and prices its usage events", async () => {
+    const result = await runCli(["run", "--config", FANOUT_CONFIG, join(ROOT, "examples", "fanout", "main-command.js")], { cwd: sourceTree() });
+    expect(result).toEqual({
+      code: 0,
+      stdout: [
+        "2 background wc-command subagents over 3 files (src/**/*.ts):",
+        "  src/a: 2 files, 3 lines; largest file: src/a/x.ts (2 lines)",
+        "  src/b: 1 file, 3 lines; largest file: src/b/z.ts (3 lines)",
+        "total: 3 files, 6 lines, 0 failed",
+        // input tokens: ceil(bytes / 4) per file (33, 23 and 15 bytes) = 9 + 6 + 4; 10 output tokens per file;
+        // priced by the agent's prices ($3 / $15 per million): 19 × 3e-6 + 30 × 15e-6 ≈ $0.0005.
+        "usage (host-counted): 2 turns, 19 input tokens, $0.0005",
+        "",
+      ].join("\n"),
+      stderr: "",
+    });
+  });
+
+  it("(a) on this repository itself (the README's main job): every directory of src/ succeeds", async () => {
+    const result = await runCli(["run", "--config", "examples/fanout/codemode.json", "examples/fanout/main.js", "--json"], { cwd: ROOT });
+    expect(result.code).toBe(0);
+    const out = JSON.parse(result.stdout);
+    const dirs = readdirSync(join(ROOT, "src"), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile() && entry.name.endsWith(".ts"));
+    expect(out.structuredContent.value.failed).toBe(0);
+    expect(out.structuredContent.value.files).toBe(dirs.length);
   });
 });

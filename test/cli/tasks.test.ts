@@ -4,21 +4,10 @@ import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { CLI, ROOT, runCli, tempProject } from "../mcp/helpers.js";
+import { CLI, ROOT, runCli, sourceTree, tempProject } from "../mcp/helpers.js";
 
 const FANOUT_CONFIG = join(ROOT, "examples", "fanout", "codemode.json");
 const FANOUT_MAIN = join(ROOT, "examples", "fanout", "main.js");
-
-/** A small project the fan-out example runs over: src/a (2 files), src/b (1 file). */
-export function sourceTree(): string {
-  const cwd = tempProject();
-  mkdirSync(join(cwd, "src", "a"), { recursive: true });
-  mkdirSync(join(cwd, "src", "b"), { recursive: true });
-  writeFileSync(join(cwd, "src", "a", "x.ts"), "export const a = 1;\nconst b = 2;\n");
-  writeFileSync(join(cwd, "src", "a", "y.ts"), "export function f() {}\n");
-  writeFileSync(join(cwd, "src", "b", "z.ts"), "line\nline\nline\n");
-  return cwd;
-}
 
 const ID = /[0-9A-HJKMNP-TV-Z]{26}/g;
 const TIME = /\b\d+(\.\d+)?(ms|s)\b/g;
@@ -31,10 +20,10 @@ describe("codemode tasks / task after a fan-out run", () => {
   beforeAll(async () => {
     cwd = sourceTree();
     const run = await runCli(["run", "--config", FANOUT_CONFIG, FANOUT_MAIN], { cwd, env: { CODEMODE_PROGRESS: "1" } });
-    expect(run.code).toBe(0);
+    expect(run.code, run.stderr).toBe(0);
     // Progress lines (stderr is not a terminal, CODEMODE_PROGRESS=1): each task's final state at least.
     const finals = run.stderr.split("\n").filter((line) => line.includes("succeeded"));
-    expect(finals.map(normalize)).toEqual([
+    expect(finals.map(normalize), run.stderr).toEqual([
       "[task <id>] succeeded  src/a (file-stats)  183 B  <t>  in 0 · out 0 · $0.0000 · 1 turn",
       "[task <id>] succeeded  src/b (file-stats)  162 B  <t>  in 0 · out 0 · $0.0000 · 1 turn",
     ]);

@@ -1,6 +1,6 @@
 // Shared by the CLI and MCP tests: temp project dirs and the built CLI.
 import { execFile } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38,3 +38,14 @@ export const inventoryConfig = (extra: Record<string, unknown> = {}) => ({
     ...extra,
   },
 });
+
+/** A small project the fan-out example runs over: src/a (2 files), src/b (1 file). */
+export function sourceTree(): string {
+  const cwd = tempProject();
+  mkdirSync(join(cwd, "src", "a"), { recursive: true });
+  mkdirSync(join(cwd, "src", "b"), { recursive: true });
+  writeFileSync(join(cwd, "src", "a", "x.ts"), "export const a = 1;\nconst b = 2;\n");
+  writeFileSync(join(cwd, "src", "a", "y.ts"), "export function f() {}\n");
+  writeFileSync(join(cwd, "src", "b", "z.ts"), "line\nline\nline\n");
+  return cwd;
+}
