@@ -18,6 +18,14 @@ export { toSnake, usageLine, taskRecordSchema, type SnakeRecord } from "./record
 
 /** How much of a foreground child's output its model-facing text carries (the tail). */
 const FOREGROUND_TEXT_BYTES = 8 * 1024;
+/** How much of an output page ptc_task_output's model text carries: the newest part, within the budget. */
+const OUTPUT_TEXT_BYTES = 32 * 1024;
+
+/** The last `bytes` of `text`, never starting mid-character, marked with "…" when cut. */
+function tailOf(text: string, bytes: number): string {
+  const buffer = Buffer.from(text, "utf8");
+  return buffer.length > bytes ? `…${buffer.subarray(buffer.length - bytes).toString("utf8").replace(/^\uFFFD+/, "")}` : text;
+}
 
 /** Task failures keep their code (task_not_found, task_depth_exceeded…) for programs to branch on. */
 function rethrow(err: unknown): never {
@@ -42,9 +50,12 @@ function headline(r: SnakeRecord): string {
   return s;
 }
 
-function reportText(report: SnakeRecord["report"]): string[] {
+function reportText(report: SnakeRecord["report"], recordUsage: SnakeRecord["usage"]): string[] {
   if (!report) return [];
   const lines = [`report: ${report.summary}`];
+  // A record written before usage existed still shows the report's own host-stamped numbers.
+  const stamped = (report as { usage?: SnakeRecord["usage"] }).usage;
+  if (stamped && !recordUsage) lines.push(`report usage: input=${stamped.input} output=${stamped.output} cost=${stamped.cost} turns=${stamped.turns}`);
   for (const f of report.findings) lines.push(`- ${f.what} (${f.evidence})`);
   if (report.files_touched.length) lines.push(`files touched: ${report.files_touched.join(", ")}`);
   return lines;
@@ -89,7 +100,7 @@ export function ptcSubagentTool(host: TaskHost): Tool {
           usageLine(undefined),
         ].join("\n");
       }
-      const lines = [headline(r.task), usageLine(r.usage), ...reportText(r.report)];
+      const lines = [headline(r.task), usageLine(r.usage), ...reportText(r.report, r.usage)];
       if (r.output_tail) lines.push("", r.output_tail);
       return lines.join("\n");
     },
@@ -113,8 +124,7 @@ function subagentRecord(host: TaskHost, rec: TaskRecord) {
     };
   }
   const page = host.output(rec.id);
-  const tail = Buffer.from(page.output, "utf8");
-  const outputTail = tail.length > FOREGROUND_TEXT_BYTES ? `…${tail.subarray(tail.length - FOREGROUND_TEXT_BYTES).toString("utf8").replace(/^\uFFFD+/, "")}` : page.output;
+  const outputTail = tailOf(page.output, FOREGROUND_TEXT_BYTES);
   return {
     status: rec.status,
     exit_code: rec.exitCode ?? 0,
@@ -206,9 +216,12 @@ export function ptcTaskOutputTool(host: TaskHost): Tool {
         };
       }),
     toModelOutput: (r: Out) => {
-      const lines = [headline(r.task), usageLine(r.usage), ...reportText(r.report)];
+      const lines = [headline(r.task), usageLine(r.usage), ...reportText(r.report, r.usage)];
       if (r.output_truncated) lines.push(`[output cut to its last ${Buffer.byteLength(r.output)} bytes of ${r.output_bytes}; full log: ${r.output_full_path}]`);
-      lines.push("", r.output);
+      // The newest output matters most: the model text keeps the tail of the page, not its head.
+      const shown = tailOf(r.output, OUTPUT_TEXT_BYTES);
+      if (shown !== r.output) lines.push(`[the text below shows the last ${OUTPUT_TEXT_BYTES} bytes of this page; structuredContent.output has all of it]`);
+      lines.push("", shown);
       return lines.join("\n");
     },
     toDetails: (r: Out) => ({ task: detailRecord(host, host.get(r.task_id)!), outputBytes: r.output_bytes, outputTruncated: r.output_truncated }),

@@ -50,6 +50,7 @@ const AGENTS: AgentInput[] = [
     },
   },
   { name: "big", description: "d", driver: "function", run: async () => "x".repeat(60 * 1024) + "\nend\n" },
+  { name: "lines", description: "d", driver: "function", run: async () => Array.from({ length: 1500 }, (_, i) => `line ${String(i).padStart(4, "0")} ${"y".repeat(20)}`).join("\n") + "\n" },
 ];
 
 const hosts: TaskHost[] = [];
@@ -183,7 +184,7 @@ describe("ptc_subagent", () => {
     const unknown = await refusal(tools.ptc_subagent!, { agent: "nobody", task: "x" });
     expect([unknown.code, unknown.message]).toStrictEqual([
       "agent_unknown",
-      'unknown agent "nobody"; known agents: adv, big, broken, echo, gated, quiet, reporter (loaded from code). Use one of them, or add nobody.md to one of those directories',
+      'unknown agent "nobody"; known agents: adv, big, broken, echo, gated, lines, quiet, reporter (loaded from code). Use one of them, or add nobody.md to one of those directories',
     ]);
   });
 
@@ -322,6 +323,35 @@ describe("ptc_task_output", () => {
     expect(usageInText(lost)).toBe("not recorded");
     const full = await call(next.tools.ptc_task_output!, { task_id: "01ARZ3NDEKTSV4RRFFQ69G5FAV", result_view: "full" });
     expect((full.sc.task as Record<string, unknown>).lost_reason).toBe("host_exited_while_running");
+  });
+
+  it("a legacy record (written before usage existed) has no usage, and its text shows the report's own numbers", async () => {
+    const store = memoryTaskStore();
+    const id = "01ARZ3NDEKTSV4RRFFQ69G5FAW";
+    store.insert({
+      id, agent: "echo", driver: "function", task: "t", label: "t", depth: 1, background: true, cwd: "/", status: "succeeded",
+      owner: { pid: process.pid, startTime: "proc:1" }, createdAt: 0, startedAt: 0, endedAt: 1, exitCode: 0, reportChannel: "tool", outputBytes: 2,
+      report: { summary: "old", findings: [], files_touched: [], usage: { input: 5, output: 6, cost: 0.5, turns: 2 } },
+    });
+    store.appendOutput(id, Buffer.from("ok"));
+    const { tools } = setup({ store });
+    const out = await call(tools.ptc_task_output!, { task_id: id });
+    expect(Object.hasOwn(out.sc, "usage")).toBe(false);
+    expect(usageInText(out)).toBe("not recorded");
+    expect(out.content[0]!.text).toContain("report: old\nreport usage: input=5 output=6 cost=0.5 turns=2");
+  });
+
+  it("the model text of a large page keeps its newest part", async () => {
+    const { tools } = setup();
+    const r0 = await call(tools.ptc_subagent!, { agent: "lines", task: "b", result_view: "full" });
+    const id = (r0.sc.task as { id: string }).id;
+    const page = await call(tools.ptc_task_output!, { task_id: id });
+    // The page (about 45 KB) is whole in structuredContent; the model's text keeps its end.
+    expect([page.sc.output_truncated, (page.sc.output as string).startsWith("line 0000")]).toStrictEqual([false, true]);
+    const text = page.content[0]!.text;
+    expect(text.endsWith(`line 1499 ${"y".repeat(20)}\n`)).toBe(true);
+    expect(text).toContain("[the text below shows the last 32768 bytes of this page; structuredContent.output has all of it]");
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(40_000);
   });
 
   it("refuses an unknown task id with what to do", async () => {
