@@ -1,6 +1,8 @@
 // `codemode mcp` through the official SDK client over stdio, as an MCP host would use it.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BINDING_CONTRACT, createCodemode } from "../../src/index.js";
 import { CLI, inventoryConfig, tempProject } from "./helpers.js";
@@ -23,6 +25,9 @@ describe("codemode mcp", () => {
 
   beforeAll(async () => {
     const cwd = tempProject(inventoryConfig({ broken: { command: "/nonexistent/codemode-test-server" } }), { "notes.md": "line one\nline two\n" });
+    mkdirSync(join(cwd, ".codemode", "agents"), { recursive: true });
+    writeFileSync(join(cwd, ".codemode", "agents", "shout.md"), "---\nname: shout\ndescription: upper-cases its task\ndriver: script\nscript: shout.js\n---\nShouts.\n");
+    writeFileSync(join(cwd, ".codemode", "agents", "shout.js"), "text(task.toUpperCase() + '!')");
     ({ client, stderr } = await connect(cwd));
     // What the runtime itself offers a model, whatever it grows to: the server lists exactly that.
     const cm = await createCodemode({ workers: { min: 0 } });
@@ -65,6 +70,36 @@ return item.stock;`;
     expect(result.isError).toBeUndefined();
     expect(text(result)).toBe("anvil: 3; notes have 2 lines");
     expect(result.structuredContent).toMatchObject({ status: "ok", value: 3, tool_calls: 2 });
+  });
+
+  it("a program lists tasks, spawns a background subagent, polls it and reads its output", async () => {
+    const code = `const before = await tools.ptc_task_list({});
+const handle = await tools.ptc_subagent({ agent: "shout", task: "hello", background: true, label: "shout-1" });
+let out;
+do { await sleep(20); out = await tools.ptc_task_output({ task_id: handle.task_id }); } while (out.status === "queued" || out.status === "running");
+const after = await tools.ptc_task_list({});
+return { before: before.count, handle: [handle.status, handle.report_channel, "usage" in handle], status: out.status, output: out.output, usage: out.usage, after: after.tasks.map((t) => [t.label, t.status, t.depth]) };`;
+    const result = await client.callTool({ name: "ptc_run_code", arguments: { code } });
+    expect(result.isError, text(result)).toBeUndefined();
+    expect((result.structuredContent as { value: unknown }).value).toEqual({
+      before: 0,
+      handle: ["running", "none", false],
+      status: "succeeded",
+      output: "HELLO!",
+      usage: { input: 0, output: 0, cost: 0, turns: 1 },
+      after: [["shout-1", "succeeded", 1]],
+    });
+    // The same records through the task tools called directly, as a model over MCP would.
+    const list = await client.callTool({ name: "ptc_task_list", arguments: { status: ["succeeded"] } });
+    const [task] = (list.structuredContent as { tasks: Array<{ id: string; label: string }> }).tasks;
+    expect(task!.label).toBe("shout-1");
+    expect(text(list)).toContain(`${task!.id} succeeded shout depth=1 "shout-1" 6B`);
+    const output = await client.callTool({ name: "ptc_task_output", arguments: { task_id: task!.id } });
+    expect(output.structuredContent).toMatchObject({ task_id: task!.id, status: "succeeded", output: "HELLO!", output_bytes: 6, usage: { turns: 1 } });
+    expect(text(output)).toContain("usage: input=0 output=0 cost=0 turns=1");
+    const stop = await client.callTool({ name: "ptc_task_stop", arguments: { task_id: task!.id } });
+    expect(stop.isError).toBe(true);
+    expect(text(stop)).toContain("it has already ended (succeeded); read its output with ptc_task_output or spawn a new task");
   });
 
   it("a failed program is an isError result whose structuredContent still matches the output schema", async () => {
