@@ -157,6 +157,8 @@ export const tools = [
         case "proto":
           return JSON.parse('{"__proto__":{"polluted":"yes"},"constructor":{"prototype":{"isAdmin":true}},"ok":1}');
         case "deep":
+          return { v: nest(500) } as Record<string, unknown>;
+        case "deeper":
           return { v: nest(5_000) } as Record<string, unknown>;
         case "big":
           return { s: "x".repeat(9 * 1024 * 1024) };

@@ -1,0 +1,3 @@
+import { hostileSuite } from "./run-programs.js";
+
+hostileSuite(["escape", "values-in", "values-out"]);
