@@ -219,9 +219,11 @@ export class TaskHost {
     this.store.insert(record);
 
     const live = this.track(record, agent);
-    // A foreground caller blocks on its child; queueing it behind background work that may itself
-    // be waiting on the caller could deadlock, so foreground children start at once.
-    if (!req.background || (this.runningCount < this.maxRunning && this.queue.length === 0)) {
+    // The cap holds for every spawn from a top-level program, foreground ones too (they wait in the
+    // queue). A task's own foreground child starts at once: its parent holds a slot while it waits,
+    // and queueing the child behind work that may wait on that parent could deadlock.
+    const nestedForeground = !req.background && parent !== undefined;
+    if (nestedForeground || (this.runningCount < this.maxRunning && this.queue.length === 0)) {
       this.start(live);
     } else {
       this.queue.push(record.id);

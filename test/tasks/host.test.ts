@@ -162,6 +162,29 @@ describe("TaskHost with the function driver", () => {
     expect([host.running, host.queued]).toStrictEqual([0, 0]);
   });
 
+  it("holds top-level foreground spawns to the cap too; a task's own foreground child starts at once", async () => {
+    const gates: Array<() => void> = [];
+    const host = makeHost(
+      [
+        { name: "gated", description: "d", driver: "function", run: () => new Promise<string>((resolve) => gates.push(() => resolve("ok"))) },
+        { name: "quick", description: "d", driver: "function", run: async () => "quick" },
+      ],
+      { maxRunning: 2 },
+    );
+    const foreground = [0, 1, 2].map((i) => host.spawn({ agent: "gated", task: `f${i}` }));
+    await new Promise((r) => setImmediate(r));
+    expect([host.running, host.queued]).toStrictEqual([2, 1]);
+    // A running task's foreground child is not queued behind its own parent.
+    const parentId = host.list({ status: ["running"] }).records[0]!.id;
+    const child = await host.spawn({ agent: "quick", task: "c" }, { parentTaskId: parentId });
+    expect(child.status).toBe("succeeded");
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setImmediate(r));
+      gates.shift()!();
+    }
+    expect((await Promise.all(foreground)).map((r) => r.status)).toStrictEqual(["succeeded", "succeeded", "succeeded"]);
+  });
+
   it("stops a queued task (canceled at once) and a running one, cascading to its children", async () => {
     const host = makeHost(
       [
