@@ -40,7 +40,7 @@ for (const path of files.slice(0, 50)) {
 }
 counts.sort((a, b) => b.lines - a.lines);
 const total = counts.reduce((sum, c) => sum + c.lines, 0);
-text(\`\${counts.length} files, \${total} lines\`);
+text(\`\${counts.length} file\${counts.length === 1 ? "" : "s"}, \${total} lines\`);
 for (const c of counts.slice(0, 5)) text(\`\${c.lines}\\t\${c.path}\`);
 `;
 

@@ -5,15 +5,16 @@ import { loadConfig } from "./config.js";
 import { EXIT_OK, write, type Io } from "./io.js";
 import { openRuntime } from "./runtime.js";
 
-export const MCP_HELP = `Usage: codemode mcp [--all-tools]
+export const MCP_HELP = `Usage: codemode mcp [--all-tools] [--config <file>]
 
 Serves the runtime over MCP on stdio: ptc_run_code (its description lists every tool a program can
 call, with result types), tool_info and the runtime's other tools. Upstream MCP servers and the
 workspace tools from ./codemode.json are bound inside programs (tools.<server>.<tool>); with
 --all-tools they are also listed to the client directly.
 
-Client configuration (e.g. Claude Desktop, Claude Code, Cursor):
-  { "mcpServers": { "codemode": { "command": "npx", "args": ["codemode", "mcp"], "cwd": "<project>" } } }
+Client configuration (e.g. Claude Desktop, Claude Code, Cursor), started in your project:
+  { "mcpServers": { "codemode": { "command": "npx", "args": ["codemode", "mcp", "--config", "<project>/codemode.json"] } } }
+Servers that fail to start are reported on stderr (your client's MCP log); the others still work.
 `;
 
 export async function mcpCommand(argv: readonly string[], io: Io): Promise<number> {

@@ -1,5 +1,5 @@
 // The built `codemode` CLI, spawned as a user runs it: outputs, channels and exit codes.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { inventoryConfig, runCli, tempProject } from "../mcp/helpers.js";
@@ -118,6 +118,13 @@ describe("codemode init and help", () => {
       mcpServers: {},
     });
     expect(await runCli(["run", "hello.js"], { cwd })).toEqual({ code: 0, stdout: "This directory has 2 files at its top level.\n", stderr: "" });
+    // The sample agent runs: a read-only script agent over the workspace.
+    writeFileSync(join(cwd, "README.md"), "# hello\n\nworld\n");
+    const spawned = await runCli(["run", "-"], {
+      cwd,
+      stdin: `const r = await tools.ptc_subagent({ agent: "line-counter", task: "**/*.md" }); const { tasks } = await tools.ptc_task_list({}); text((await tools.ptc_task_output({ task_id: tasks[0].id })).output); text(r.read_only_tier);`,
+    });
+    expect(spawned).toEqual({ code: 0, stdout: "1 file, 3 lines\n3\tREADME.md\nenforced\n", stderr: "" });
     const second = await runCli(["init"], { cwd });
     expect(second.stdout.split("\n")[0]).toBe("kept    codemode.json (exists; --force overwrites it)");
   });

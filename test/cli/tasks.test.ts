@@ -103,6 +103,7 @@ describe("a run whose host is killed", () => {
     const child = spawn(process.execPath, [CLI, "run", "-"], { cwd, env: { ...process.env, CODEMODE_PROGRESS: "1" }, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin.end(`await tools.ptc_subagent({ agent: "sleeper", task: "x", background: true, label: "nap" }); for (;;) await sleep(1000);`);
     // Kill the host (SIGKILL: no cleanup) once its progress shows the task running.
+    const exited = new Promise((resolve) => child.once("exit", resolve));
     await new Promise<void>((resolve) => {
       let seen = "";
       child.stderr.on("data", (chunk: Buffer) => {
@@ -113,9 +114,33 @@ describe("a run whose host is killed", () => {
         }
       });
     });
-    await new Promise((resolve) => child.once("exit", resolve));
+    await exited;
     const result = await runCli(["tasks"], { cwd });
     const row = normalize(result.stdout).split("\n").map((line) => line.replace(/ +/g, " "))[1];
     expect(row).toMatch(/^<id> lost sleeper nap 1 0 B <t> — host_exited_while_running: the host \(pid \d+\) exited/);
+  });
+});
+
+describe("codemode task --follow", () => {
+  it("prints a running task's output as it arrives, from another process sharing the data dir, until it ends", async () => {
+    const cwd = tempProject({ agentsDir: "agents" });
+    mkdirSync(join(cwd, "agents"));
+    writeFileSync(join(cwd, "agents", "ticker.md"), '---\nname: ticker\ndescription: ticks\ndriver: command\ncommand: [sh, -c, "echo one; sleep 1; echo two; sleep 1; echo three"]\n---\nTicks.\n');
+    const host = spawn(process.execPath, [CLI, "run", "-"], { cwd, env: { ...process.env, CODEMODE_PROGRESS: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    const exited = new Promise((resolve) => host.once("exit", resolve));
+    host.stdin.end(`const h = await tools.ptc_subagent({ agent: "ticker", task: "x", background: true }); while ((await tools.ptc_task_output({ task_id: h.task_id })).status === "running") await sleep(50);`);
+    const id = await new Promise<string>((resolve) => {
+      let seen = "";
+      host.stderr.on("data", (chunk: Buffer) => {
+        seen += chunk.toString();
+        const m = /\[task ([0-9A-Z]{26})\] running/.exec(seen);
+        if (m) resolve(m[1]!);
+      });
+    });
+    const follow = await runCli(["task", id, "--follow"], { cwd });
+    await exited;
+    expect(follow.code).toBe(0);
+    expect(follow.stdout).toBe("one\ntwo\nthree\n");
+    expect(follow.stderr.split("\n")[0]).toBe(`task ${id}  succeeded  agent ticker  label "x"  depth 1`);
   });
 });
