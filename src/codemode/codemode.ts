@@ -206,6 +206,14 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
       throw new TypeError(`options.${key} must be a non-empty path string, got ${describe(options[key])}`);
     }
   }
+  if (options.hooks !== undefined) {
+    if (options.hooks === null || typeof options.hooks !== "object") throw new TypeError(`options.hooks must be an object of hook functions, got ${describe(options.hooks)}`);
+    for (const [key, hook] of Object.entries(options.hooks)) {
+      if (!["preCall", "postCall", "postError"].includes(key)) throw new TypeError(`options.hooks.${key} is not a hook; known hooks: preCall, postCall, postError`);
+      if (hook !== undefined && typeof hook !== "function") throw new TypeError(`options.hooks.${key} must be a function, got ${describe(hook)}`);
+    }
+  }
+  if (options.development !== undefined && typeof options.development !== "boolean") throw new TypeError(`options.development must be a boolean, got ${describe(options.development)}`);
   const workers = options.workers ?? {};
   for (const key of ["max", "min"] as const) {
     const value = workers[key];

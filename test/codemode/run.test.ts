@@ -252,6 +252,28 @@ describe("run(): output budget", () => {
   });
 });
 
+describe("hooks apply to a program's calls", () => {
+  it("a preCall denial rejects in the program with tool_denied, and postCall sees the full record", async () => {
+    const seen: unknown[] = [];
+    const hooked = await createCodemode({
+      tools: [add],
+      hooks: {
+        preCall: (event) => (event.input.a === 13 ? { deny: "unlucky numbers are not allowed" } : undefined),
+        postCall: (event) => {
+          seen.push(event.record);
+        },
+      },
+    });
+    try {
+      const result = await hooked.run(`const ok = await tools.add({ a: 1, b: 1 }); try { await tools.add({ a: 13, b: 1 }) } catch (e) { return [ok, e.code, e.message] }`);
+      expect(result.structuredContent.value).toStrictEqual([{ sum: 2 }, "tool_denied", expect.stringContaining("unlucky numbers are not allowed")]);
+      expect(seen).toStrictEqual([{ sum: 2, internal: "dropped by the projection" }]);
+    } finally {
+      await hooked.close();
+    }
+  });
+});
+
 describe("API misuse rejects; script outcomes resolve", () => {
   it("rejects bad options naming the field", async () => {
     await expect(cm.run(123 as unknown as string)).rejects.toThrow("code must be a string of JavaScript, got number 123");
@@ -262,6 +284,10 @@ describe("API misuse rejects; script outcomes resolve", () => {
     await expect(cm.run("1", { limits: { memoryBytes: "lots" } } as never)).rejects.toThrow("options.limits.memoryBytes must be an integer");
     await expect(createCodemode({ limits: { nope: 1 } } as never)).rejects.toThrow("options.limits.nope is not a limit");
     await expect(createCodemode({ tools: [{ name: "x" }] })).rejects.toThrow(/options\.tools\[0\]/);
+    await expect(createCodemode({ hooks: { beforeCall: () => undefined } } as never)).rejects.toThrow("options.hooks.beforeCall is not a hook; known hooks: preCall, postCall, postError");
+    await expect(createCodemode({ hooks: { preCall: 1 } } as never)).rejects.toThrow("options.hooks.preCall must be a function, got number 1");
+    await expect(createCodemode({ development: "yes" } as never)).rejects.toThrow('options.development must be a boolean, got the string "yes"');
+    await expect(createCodemode({ workers: { max: 0 } })).rejects.toThrow("options.workers.max must be an integer from 1 to 256, got number 0");
   });
 
   it("rejects runs on a closed instance", async () => {
