@@ -67,8 +67,10 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     if (!entry) throw new UsageError(unknownCommand(command));
     return await entry.run(rest, io);
   } catch (error) {
-    if (error instanceof UsageError || error instanceof ConfigError) {
-      await write(io.stderr, `${error.message}\n${error instanceof UsageError ? "Run codemode help for usage.\n" : ""}`);
+    // A malformed agent file is configuration too: the message names the file and the field.
+    if (error instanceof UsageError || error instanceof ConfigError || (error as { code?: unknown })?.code === "agent_invalid") {
+      const message = error instanceof UsageError || error instanceof ConfigError ? error.message : `codemode: ${(error as Error).message}`;
+      await write(io.stderr, `${message}\n${error instanceof UsageError ? "Run codemode help for usage.\n" : ""}`);
       return EXIT_USAGE;
     }
     await write(io.stderr, `codemode: ${(error as Error)?.message ?? String(error)}\n`);

@@ -7,7 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { defineTool, toolResult, toTool, ToolError, type Tool } from "../tools/index.js";
+import { defineTool, toIdentifier, toolResult, toTool, ToolError, type Tool } from "../tools/index.js";
 import { isZodObject } from "../tools/project.js";
 import type { McpServerConfig } from "../cli/config.js";
 import { packageVersion } from "./version.js";
@@ -105,7 +105,16 @@ async function connectOne(name: string, config: McpServerConfig, startupTimeoutM
   }
   const tools: Tool[] = [];
   const warnings: string[] = [];
+  const paths = new Map<string, string>();
   for (const spec of listed) {
+    // Names become identifiers in programs: "list-skus" and "list_skus" would both be tools.<server>.list_skus.
+    const path = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(spec.name) ? toIdentifier(spec.name) : spec.name;
+    const clash = paths.get(path);
+    if (clash !== undefined) {
+      warnings.push(`MCP server "${name}": tool "${spec.name}" is skipped: programs would reach it as tools.${name}.${path}, like "${clash}"`);
+      continue;
+    }
+    paths.set(path, spec.name);
     try {
       tools.push(upstreamTool(name, client, spec, warnings));
     } catch (error) {

@@ -1,5 +1,5 @@
 // The built `codemode` CLI, spawned as a user runs it: outputs, channels and exit codes.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { inventoryConfig, runCli, tempProject } from "../mcp/helpers.js";
@@ -63,10 +63,14 @@ describe("codemode run", () => {
     const cwd = tempProject(inventoryConfig({ gone: { command: "/nonexistent/codemode-cli-server" } }), {
       "prog.js": `const item = await tools.inventory.get_item({ sku: "A-1" }); text(\`\${item.name} x\${item.stock}\`);`,
     });
-    const warning = 'codemode: warning: MCP server "gone" (/nonexistent/codemode-cli-server) failed to start: spawn /nonexistent/codemode-cli-server ENOENT; its tools are not available (tools.gone.*)\n';
-    expect(await runCli(["run", "prog.js"], { cwd })).toEqual({ code: 0, stdout: "anvil x3\n", stderr: warning });
+    const warnings = [
+      'MCP server "inventory": tool "list_skus" is skipped: programs would reach it as tools.inventory.list_skus, like "list-skus"',
+      'MCP server "inventory": tool "bad name" cannot be bound: defineTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received "bad name"',
+      'MCP server "gone" (/nonexistent/codemode-cli-server) failed to start: spawn /nonexistent/codemode-cli-server ENOENT; its tools are not available (tools.gone.*)',
+    ];
+    expect(await runCli(["run", "prog.js"], { cwd })).toEqual({ code: 0, stdout: "anvil x3\n", stderr: warnings.map((w) => `codemode: warning: ${w}\n`).join("") });
     const json = JSON.parse((await runCli(["run", "prog.js", "--json"], { cwd })).stdout);
-    expect(json.details.warnings).toEqual([warning.slice("codemode: warning: ".length, -1)]);
+    expect(json.details.warnings).toEqual(warnings);
   });
 });
 
@@ -78,7 +82,7 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
     ["bad timeout", ["run", "x.js", "--timeout", "soon"], undefined, 'codemode run: --timeout must be a duration from 1ms to 600s, like 5000, 5000ms, 30s or 2m; got "soon"\nRun codemode help for usage.\n'],
     ["timeout without value", ["run", "x.js", "--timeout"], undefined, "codemode run: --timeout needs a value <duration>\nRun codemode help for usage.\n"],
     ["bad session", ["run", "x.js", "--session", "a b"], undefined, 'codemode run: --session must be 1–200 letters, digits, "_", ".", ":", "@" or "-", got "a b"\nRun codemode help for usage.\n'],
-    ["unknown command", ["rn"], undefined, 'codemode: unknown command "rn"; did you mean "run"? Commands: run, mcp, init, help\nRun codemode help for usage.\n'],
+    ["unknown command", ["rn"], undefined, 'codemode: unknown command "rn"; did you mean "run"? Commands: run, mcp, tasks, task, init, help\nRun codemode help for usage.\n'],
     ["config: not JSON", ["run", "x.js"], "{ limits: 1", "is not valid JSON"],
     ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json: unknown field "limit"; expected one of "$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace"\n'],
     ["config: bad limit", ["run", "x.js"], JSON.stringify({ limits: { timeoutMs: -1 } }), "codemode.json: limits.timeoutMs must be an integer from 1 to 600000, got number -1\n"],
@@ -99,6 +103,19 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
       else expect(result.stderr).toContain(stderr);
     });
   }
+});
+
+describe("agent files are configuration too", () => {
+  it("a malformed agent file exits 2 naming the file and each bad field", async () => {
+    const cwd = tempProject({ agentsDir: "agents" });
+    mkdirSync(join(cwd, "agents"));
+    writeFileSync(join(cwd, "agents", "x.md"), "---\nname: x\ndriver: scrpt\n---\nhi\n");
+    expect(await runCli(["run", "-"], { cwd, stdin: "text(1)" })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `codemode: agent file "${join(cwd, "agents", "x.md")}": field "description" expected string, received undefined; field "driver" expected one of "script"|"command"|"openai"\n`,
+    });
+  });
 });
 
 describe("codemode init and help", () => {

@@ -43,12 +43,17 @@ describe("upstream MCP servers", () => {
       ["dies", "failed", 0],
       ["silent", "failed", 0],
     ]);
-    expect(upstreams.warnings).toHaveLength(3);
-    expect(upstreams.warnings[0]).toBe(
+    expect(upstreams.warnings).toHaveLength(5);
+    expect(upstreams.warnings.slice(0, 2)).toEqual([
+      'MCP server "inventory": tool "list_skus" is skipped: programs would reach it as tools.inventory.list_skus, like "list-skus"',
+      'MCP server "inventory": tool "bad name" cannot be bound: defineTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received "bad name"',
+    ]);
+    const failures = upstreams.warnings.slice(2);
+    expect(failures[0]).toBe(
       'MCP server "missing" (/nonexistent/codemode-upstream) failed to start: spawn /nonexistent/codemode-upstream ENOENT; its tools are not available (tools.missing.*)',
     );
-    expect(upstreams.warnings[1]).toMatch(/^MCP server "dies" \(.+\) failed to start: MCP error -32000: Connection closed; its stderr ends with: cannot start: INVENTORY_TOKEN is not set; its tools are not available \(tools\.dies\.\*\)$/);
-    expect(upstreams.warnings[2]).toMatch(/^MCP server "silent" \(.+\) failed to start: MCP error -32001: Request timed out; its tools are not available \(tools\.silent\.\*\)$/);
+    expect(failures[1]).toMatch(/^MCP server "dies" \(.+\) failed to start: MCP error -32000: Connection closed; its stderr ends with: cannot start: INVENTORY_TOKEN is not set; its tools are not available \(tools\.dies\.\*\)$/);
+    expect(failures[2]).toMatch(/^MCP server "silent" \(.+\) failed to start: MCP error -32001: Request timed out; its tools are not available \(tools\.silent\.\*\)$/);
   });
 
   it("a program gets structuredContent from a tool with an outputSchema and text from one without", async () => {
