@@ -37,6 +37,8 @@ export class GuestRun {
   private nextInternalTimer = -1;
   private readonly store: Map<string, string>;
   private readonly heapExhaustedAtStart: number;
+  /** The program's own promise while it is being driven. */
+  private program: QuickJSHandle | undefined;
   /** The prelude's pristine JSON.parse: builds guest strings that newString would cut at a NUL. */
   private fromJson: QuickJSHandle | undefined;
   private storeBytes = 0;
@@ -192,9 +194,11 @@ export class GuestRun {
         return { ok: false, error };
       }
       const program = evaluated.value;
+      this.program = program;
       try {
         return await this.drive(program, serialise, describe);
       } finally {
+        this.program = undefined;
         program.dispose();
       }
     } finally {
@@ -385,6 +389,12 @@ export class GuestRun {
     const { context } = this;
     const deferred = context.newPromise();
     const limits = this.request.limits;
+    // A microtask still queued when the program's value settled runs in the same pump; a call it
+    // makes would reach the host after the program ended. Refuse it: the tool never runs.
+    if (this.programSettled()) {
+      this.rejectNow(deferred, { name: "Error", code: "run_ended", message: `tools.${path}(): the program has already ended; calls made after its end are not run` });
+      return deferred.handle;
+    }
     this.callCount++;
     if (this.callCount > limits.maxToolCalls) {
       this.stopReason ??= "call_limit";
@@ -406,6 +416,15 @@ export class GuestRun {
     this.flush();
     this.post({ type: "call", runId: this.request.runId, callId, path, args });
     return deferred.handle;
+  }
+
+  private programSettled(): boolean {
+    if (!this.program?.alive) return false;
+    const state = this.context.getPromiseState(this.program);
+    if (state.type === "pending") return false;
+    if (state.type === "rejected") state.error.dispose();
+    else if (!state.notAPromise) state.value.dispose();
+    return true;
   }
 
   /** Reject at once; the promise handle is returned to the guest, which takes ownership of it. */
