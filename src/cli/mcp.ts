@@ -3,7 +3,7 @@ import { serveMcpStdio } from "../mcp/server.js";
 import { parseArgs, UsageError } from "./args.js";
 import { loadConfig } from "./config.js";
 import { EXIT_OK, write, type Io } from "./io.js";
-import { openRuntime } from "./runtime.js";
+import { openRuntime, type Runtime } from "./runtime.js";
 
 export const MCP_HELP = `Usage: codemode mcp [--all-tools] [--config <file>]
 
@@ -31,10 +31,22 @@ export async function mcpCommand(argv: readonly string[], io: Io): Promise<numbe
     await serveMcpStdio(runtime.cm, {
       stdin: io.stdin,
       stdout: io.stdout,
+      instructions: instructions(runtime),
       ...(flags["all-tools"] ? {} : { hide: runtime.boundToolIds }),
     });
   } finally {
     await runtime.close();
   }
   return EXIT_OK;
+}
+
+/** What the client (and its model) is told about this server: how to use it, and what is missing. */
+function instructions(runtime: Runtime): string {
+  const lines = [
+    "Write a JavaScript program and run it with ptc_run_code: inside it, await tools.<name>(args) calls the tools listed in that tool's description, and only text(...) output comes back to you. Background subagents: ptc_subagent, ptc_task_list, ptc_task_output, ptc_task_stop.",
+  ];
+  const connected = runtime.upstreams.servers.filter((server) => server.status === "connected");
+  if (connected.length > 0) lines.push(`Upstream MCP servers bound in programs: ${connected.map((server) => `tools.${server.name}.* (${server.tools.length} tools)`).join(", ")}.`);
+  for (const warning of runtime.warnings) lines.push(`Warning: ${warning}`);
+  return lines.join("\n");
 }

@@ -55,7 +55,13 @@ describe("codemode mcp", () => {
     expect(tools.some((tool) => tool.name.startsWith("inventory."))).toBe(false);
   });
 
-  it("reports an upstream server that failed to start on stderr and keeps serving", () => {
+  it("reports an upstream server that failed to start on stderr and in its instructions, and keeps serving", () => {
+    expect(client.getInstructions()?.split("\n").slice(1)).toEqual([
+      "Upstream MCP servers bound in programs: tools.inventory.* (4 tools).",
+      'Warning: MCP server "inventory": tool "list_skus" is skipped: programs would reach it as tools.inventory.list_skus, like "list-skus"',
+      'Warning: MCP server "inventory": tool "bad name" cannot be bound: defineTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received "bad name"',
+      'Warning: MCP server "broken" (/nonexistent/codemode-test-server) failed to start: spawn /nonexistent/codemode-test-server ENOENT; its tools are not available (tools.broken.*)',
+    ]);
     expect(stderr()).toContain(
       'codemode: warning: MCP server "broken" (/nonexistent/codemode-test-server) failed to start: spawn /nonexistent/codemode-test-server ENOENT; its tools are not available (tools.broken.*)',
     );
