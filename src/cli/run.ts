@@ -73,10 +73,19 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
     if (session !== undefined) loadSession(runtime.cm, config.dataDir, session);
     const progress = new ProgressView(runtime.cm.tasks, io.stderr, progressMode(io.stderr, io.env), { color: io.stderr.isTTY === true && !io.env.NO_COLOR });
     progress.start();
+    // Ctrl-C aborts the program (pending tool calls are cancelled, its subagents stopped when the
+    // runtime closes) and still prints what it had; a second Ctrl-C exits at once.
+    const controller = new AbortController();
+    const onSigint = (): void => {
+      if (controller.signal.aborted) process.exit(130);
+      controller.abort();
+    };
+    process.on("SIGINT", onSigint);
     let result;
     try {
-      result = await runtime.cm.run(code, { ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(session === undefined ? {} : { session }) });
+      result = await runtime.cm.run(code, { signal: controller.signal, ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(session === undefined ? {} : { session }) });
     } finally {
+      process.off("SIGINT", onSigint);
       progress.stop();
     }
     if (session !== undefined) saveSession(runtime.cm, config.dataDir, session);

@@ -103,7 +103,7 @@ describe("a run whose host is killed", () => {
     const child = spawn(process.execPath, [CLI, "run", "-"], { cwd, env: { ...process.env, CODEMODE_PROGRESS: "1" }, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin.end(`await tools.ptc_subagent({ agent: "sleeper", task: "x", background: true, label: "nap" }); for (;;) await sleep(1000);`);
     // Kill the host (SIGKILL: no cleanup) once its progress shows the task running.
-    const exited = new Promise((resolve) => child.once("exit", resolve));
+    const exited = new Promise((resolve) => child.once("close", resolve));
     await new Promise<void>((resolve) => {
       let seen = "";
       child.stderr.on("data", (chunk: Buffer) => {
@@ -121,13 +121,38 @@ describe("a run whose host is killed", () => {
   });
 });
 
+describe("Ctrl-C during a run", () => {
+  it("aborts the program, prints what it had, exits 1, and its subagents end canceled (not lost)", async () => {
+    const cwd = tempProject({ agentsDir: "agents" });
+    mkdirSync(join(cwd, "agents"));
+    writeFileSync(join(cwd, "agents", "sleeper.md"), '---\nname: sleeper\ndescription: sleeps\ndriver: command\ncommand: [sleep, "30"]\n---\nSleeps.\n');
+    const child = spawn(process.execPath, [CLI, "run", "-"], { cwd, env: { ...process.env, CODEMODE_PROGRESS: "1" }, stdio: ["pipe", "pipe", "pipe"] });
+    const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+    child.stdin.end(`text("started"); await tools.ptc_subagent({ agent: "sleeper", task: "x", background: true, label: "nap" }); for (;;) await sleep(100);`);
+    let stderr = "";
+    await new Promise<void>((resolve) => {
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes("running  nap (sleeper)")) resolve();
+      });
+    });
+    child.kill("SIGINT");
+    expect(await exited).toBe(1);
+    expect(stderr.replace(/^\[task .*\n/gm, "")).toBe(
+      "Script failed (aborted): the run was aborted by the host\n\nstarted\n\nTool calls made before the failure (not undone):\n- tools.ptc_subagent: ok\n",
+    );
+    const row = normalize((await runCli(["tasks"], { cwd })).stdout).split("\n").map((line) => line.replace(/ +/g, " "))[1];
+    expect(row).toBe("<id> canceled sleeper nap 1 0 B <t> in 0 · out 0 · $0.0000 · 0 turns");
+  });
+});
+
 describe("codemode task --follow", () => {
   it("prints a running task's output as it arrives, from another process sharing the data dir, until it ends", async () => {
     const cwd = tempProject({ agentsDir: "agents" });
     mkdirSync(join(cwd, "agents"));
     writeFileSync(join(cwd, "agents", "ticker.md"), '---\nname: ticker\ndescription: ticks\ndriver: command\ncommand: [sh, -c, "echo one; sleep 1; echo two; sleep 1; echo three"]\n---\nTicks.\n');
     const host = spawn(process.execPath, [CLI, "run", "-"], { cwd, env: { ...process.env, CODEMODE_PROGRESS: "1" }, stdio: ["pipe", "pipe", "pipe"] });
-    const exited = new Promise((resolve) => host.once("exit", resolve));
+    const exited = new Promise((resolve) => host.once("close", resolve));
     host.stdin.end(`const h = await tools.ptc_subagent({ agent: "ticker", task: "x", background: true }); while ((await tools.ptc_task_output({ task_id: h.task_id })).status === "running") await sleep(50);`);
     const id = await new Promise<string>((resolve) => {
       let seen = "";
