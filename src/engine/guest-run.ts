@@ -144,6 +144,9 @@ export class GuestRun {
       outcome = { ok: false, error: { kind: "sandbox", message: `the sandbox engine failed: ${describeHostError(error)}` } };
     }
     const pendingCalls = [...this.inflight.keys()];
+    // Linear memory never shrinks: an instance whose heap this run exhausted would keep its whole
+    // cap resident for the session's later runs. Recycle it; the next run takes a fresh spare.
+    if (instance.heapExhausted > this.heapExhaustedAtStart) discarded = true;
     if (discarded) instance.dead = true;
     if (this.consoleDropped > 0) this.warnings.push(`${this.consoleDropped} console lines were dropped (limit ${CONSOLE_LINES} per run)`);
     this.flush();

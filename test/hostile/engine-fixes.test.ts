@@ -1,6 +1,6 @@
 // Regressions the hostile suite found in the engine, each pinned by the program that showed it.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Codemode } from "../../src/index.js";
+import { createCodemode, type Codemode } from "../../src/index.js";
 import { expectBenignRun, hostFaults, hostileCodemode } from "./harness.js";
 
 describe("engine regressions found by hostile programs", () => {
@@ -75,6 +75,25 @@ return [load("k\\u0000x"), load("k"), load("\\ud800"), load("\\udc00"), failure]
   it("throws from setTimeout past the timer limit instead of silently never calling back", async () => {
     const result = await cm.run(`try { for (let i = 0; i < 20000; i++) setTimeout(() => {}, 1e6); return "scheduled" } catch (e) { return e.name + ": " + e.message }`);
     expect(result.structuredContent.value).toBe("RangeError: setTimeout(): too many pending timers (limit 10000 per run)");
+  });
+
+  it("recycles an instance whose heap a run exhausted instead of keeping its whole cap resident", async () => {
+    // Linear memory never shrinks: four sessions that each hit the 64 MiB cap kept ~80 MiB apiece.
+    const single = await createCodemode({ limits: { timeoutMs: 5000 }, workers: { max: 1, min: 1 } });
+    try {
+      await single.run("return 1");
+      const before = process.memoryUsage().rss;
+      for (let i = 0; i < 4; i++) {
+        const result = await single.run(`const a = []; for (;;) a.push("x".repeat(1 << 16) + a.length)`, { session: `hog-${i}` });
+        expect(result.structuredContent.error?.kind).toBe("memory");
+      }
+      for (let i = 0; i < 4; i++) expect((await single.run("return 2", { session: `hog-${i}` })).structuredContent.value).toBe(2);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const grownMiB = (process.memoryUsage().rss - before) / 1048576;
+      expect(grownMiB).toBeLessThan(200);
+    } finally {
+      await single.close();
+    }
   });
 
   it("reports a microtask flood that the deadline broke as a timeout, not as a deadlock", async () => {
