@@ -9,6 +9,7 @@ import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, write, type Io } from "./io.js";
 import { mcpCommand, MCP_HELP } from "./mcp.js";
 import { runCommand, RUN_HELP } from "./run.js";
 import { taskCommand, tasksCommand, TASK_HELP, TASKS_HELP } from "./tasks.js";
+import { toolsCommand, TOOLS_HELP } from "./tools.js";
 
 export const HELP = `codemode — run model-written JavaScript in a sandbox with async tool bindings
 
@@ -20,6 +21,8 @@ Usage:
                          the subagent tasks in the data dir, as a table
   codemode task <id> [--follow] [--json]
                          one task's output (stdout), status, usage and report (stderr)
+  codemode tools [--declarations | --json]
+                         the tools a program can call with this configuration
   codemode mcp [--all-tools]
                          serve the runtime over MCP on stdio (ptc_run_code, ptc_*, tool_info)
   codemode init [--force]
@@ -27,7 +30,7 @@ Usage:
   codemode help [command]
   codemode --version
 
-Configuration: ./codemode.json, or --config <file> on run, tasks, task and mcp —
+Configuration: ./codemode.json, or --config <file> on run, tasks, task, tools and mcp —
 { "limits", "dataDir" (default .codemode), "agentsDir" (default .codemode/agents),
   "workspace": { "write" } | false, "mcpServers": { "<name>": { "command", "args", "env" } } }
 Paths in the file are relative to it. Programs reach upstream MCP tools as tools.<server>.<tool>.
@@ -42,6 +45,7 @@ const COMMANDS: Record<string, { run: Command; help: string }> = {
   mcp: { run: mcpCommand, help: MCP_HELP },
   tasks: { run: tasksCommand, help: TASKS_HELP },
   task: { run: taskCommand, help: TASK_HELP },
+  tools: { run: toolsCommand, help: TOOLS_HELP },
   init: { run: initCommand, help: INIT_HELP },
 };
 

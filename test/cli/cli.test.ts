@@ -82,7 +82,7 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
     ["bad timeout", ["run", "x.js", "--timeout", "soon"], undefined, 'codemode run: --timeout must be a duration from 1ms to 600s, like 5000, 5000ms, 30s or 2m; got "soon"\nRun codemode help for usage.\n'],
     ["timeout without value", ["run", "x.js", "--timeout"], undefined, "codemode run: --timeout needs a value <duration>\nRun codemode help for usage.\n"],
     ["bad session", ["run", "x.js", "--session", "a b"], undefined, 'codemode run: --session must be 1–200 letters, digits, "_", ".", ":", "@" or "-", got "a b"\nRun codemode help for usage.\n'],
-    ["unknown command", ["rn"], undefined, 'codemode: unknown command "rn"; did you mean "run"? Commands: run, mcp, tasks, task, init, help\nRun codemode help for usage.\n'],
+    ["unknown command", ["rn"], undefined, 'codemode: unknown command "rn"; did you mean "run"? Commands: run, mcp, tasks, task, tools, init, help\nRun codemode help for usage.\n'],
     ["config: not JSON", ["run", "x.js"], "{ limits: 1", "is not valid JSON"],
     ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json: unknown field "limit"; expected one of "$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace"\n'],
     ["config: bad limit", ["run", "x.js"], JSON.stringify({ limits: { timeoutMs: -1 } }), "codemode.json: limits.timeoutMs must be an integer from 1 to 600000, got number -1\n"],
@@ -103,6 +103,29 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
       else expect(result.stderr).toContain(stderr);
     });
   }
+});
+
+describe("codemode tools", () => {
+  it("lists what a program can call: workspace, upstream (namespaced) and the runtime's own tools; never ptc_run_code", async () => {
+    const cwd = tempProject(inventoryConfig());
+    const result = await runCli(["tools"], { cwd });
+    expect(result.code).toBe(0);
+    const rows = result.stdout.trimEnd().split("\n").map((line) => line.replace(/ {2,}/g, " | "));
+    expect(rows.filter((row) => row.startsWith("tools.inventory.") || row.startsWith("tools.read_file"))).toEqual([
+      "tools.read_file | structured | Read a text file in the workspace, optionally a range of lines (1-based, inclusive).",
+      "tools.inventory.get_item | structured | Look up one item by SKU.",
+      "tools.inventory.list_skus | text | All SKUs, one per line.",
+      "tools.inventory.explode | text | Always fails.",
+      "tools.inventory.greet | text | Greets with the GREETING environment variable.",
+    ]);
+    expect(rows.some((row) => row.startsWith("tools.ptc_task_list |"))).toBe(true);
+    expect(rows.some((row) => row.startsWith("tools.ptc_run_code"))).toBe(false);
+    const declarations = await runCli(["tools", "--declarations"], { cwd });
+    expect(declarations.stdout).toMatch(/^declare namespace tools \{/);
+    expect(declarations.stdout).toContain("namespace inventory {");
+    const json = JSON.parse((await runCli(["tools", "--json"], { cwd })).stdout);
+    expect(json.find((d: { id: string }) => d.id === "inventory.get_item").output_schema.required).toEqual(["name", "sku", "stock"]);
+  });
 });
 
 describe("agent files are configuration too", () => {
