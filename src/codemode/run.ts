@@ -166,7 +166,9 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     state.record.status = "cancelled";
     state.record.durationMs = state.started ? round(performance.now() - state.started) : 0;
     state.controller.abort(new Error("the program ended before this call finished"));
-    warnings.push(`tools.${state.record.tool}(${state.record.args}) was still pending and was cancelled — missing await?`);
+    // "Missing await" only fits a program that ended on its own; a stopped one was still waiting.
+    const why = done.ok ? " — missing await?" : ` when the run stopped (${done.error?.kind ?? "error"})`;
+    warnings.push(`tools.${state.record.tool}(${state.record.args}) was still pending and was cancelled${why}`);
   }
   queue.length = 0;
 

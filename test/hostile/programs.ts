@@ -641,7 +641,7 @@ try { await tools.fail({ kind: "nul" }) } catch (e) { out.push(e.message) } retu
     code: `return await tools.slow({ ms: 10000 })`,
     timeoutMs: 300,
     settleMs: 20,
-    expect: { status: "error", kind: "timeout", message: ["300 ms deadline"] },
+    expect: { status: "error", kind: "timeout", message: ["300 ms deadline"], warning: ['tools.slow({"ms":10000}) was still pending and was cancelled when the run stopped (timeout)'] },
     check: (result, before) => {
       expect(log.aborted).toBe(before.aborted + 1);
       expect(result.details.calls[0].status).toBe("cancelled");
