@@ -103,6 +103,11 @@ async function connectOne(name: string, config: McpServerConfig, startupTimeoutM
     const message = describeFailure(error);
     return { name, tools: [], warnings: [`${message}; its tools are not available (tools.${name}.*)`], error: message };
   }
+  // A server can exit later (crash, killed): calls then say so instead of "Not connected".
+  const state: ServerState = { closed: false, stderrTail: () => stderr.trim().slice(-500) };
+  client.onclose = () => {
+    state.closed = true;
+  };
   const tools: Tool[] = [];
   const warnings: string[] = [];
   const paths = new Map<string, string>();
@@ -116,7 +121,7 @@ async function connectOne(name: string, config: McpServerConfig, startupTimeoutM
     }
     paths.set(path, spec.name);
     try {
-      tools.push(upstreamTool(name, client, spec, warnings));
+      tools.push(upstreamTool(name, client, state, spec, warnings));
     } catch (error) {
       warnings.push(`MCP server "${name}": tool "${spec.name}" cannot be bound: ${(error as Error).message}`);
     }
@@ -136,7 +141,12 @@ export function resultText(result: CallToolResult): string {
   return parts.join("\n");
 }
 
-function upstreamTool(server: string, client: Client, spec: McpTool, warnings: string[]): Tool {
+interface ServerState {
+  closed: boolean;
+  stderrTail(): string;
+}
+
+function upstreamTool(server: string, client: Client, state: ServerState, spec: McpTool, warnings: string[]): Tool {
   const description = spec.description?.trim() || spec.title?.trim() || `Tool "${spec.name}" of the MCP server "${server}".`;
   const input = convert(spec.inputSchema);
   const output = spec.outputSchema ? convert(spec.outputSchema) : undefined;
@@ -145,6 +155,15 @@ function upstreamTool(server: string, client: Client, spec: McpTool, warnings: s
   }
 
   const call = async (args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> => {
+    const stopped = (): ToolError => {
+      const tail = state.stderrTail();
+      return new ToolError(
+        "tool_failed",
+        `MCP server "${server}" has stopped, so "${spec.name}" cannot run; restart codemode to start it again${tail ? `. Its stderr ends with: ${tail}` : ""}`,
+        { reason: "upstream_unavailable" },
+      );
+    };
+    if (state.closed) throw stopped();
     let result: CallToolResult;
     try {
       result = (await client.callTool({ name: spec.name, arguments: args }, undefined, { signal, timeout: CALL_TIMEOUT_MS })) as CallToolResult;

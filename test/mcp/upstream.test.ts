@@ -90,3 +90,26 @@ describe("upstream MCP servers", () => {
     expect(result.structuredContent).toEqual({ sku: "B-2", name: "bucket", stock: 0, warehouse: "south" });
   });
 });
+
+describe("an upstream server that dies mid-session", () => {
+  it("turns later calls into rejections that name the server; the program and the runtime carry on", async () => {
+    const upstreams = await connectUpstreams({ inventory: { command: process.execPath, args: [INVENTORY_SERVER], env: { INVENTORY_CRASHABLE: "1" } } });
+    const cm = await createCodemode({ tools: upstreams.tools, agentDirs: [], workers: { min: 0 } });
+    try {
+      const result = await cm.run(`
+        const out = [];
+        for (const call of [() => tools.inventory.crash({}), () => tools.inventory.get_item({ sku: "A-1" })]) {
+          try { await call(); out.push("ok"); } catch (e) { out.push(e.code + ": " + e.message); }
+        }
+        return out;`);
+      expect(result.structuredContent.status).toBe("ok");
+      const [crash, after] = result.structuredContent.value as string[];
+      expect(crash).toMatch(/^tool_failed: MCP server "inventory" could not run "crash": .*Connection closed/);
+      expect(after).toBe('tool_failed: MCP server "inventory" has stopped, so "get_item" cannot run; restart codemode to start it again. Its stderr ends with: inventory server ready');
+      expect((await cm.run("return 1 + 1")).structuredContent.value).toBe(2);
+    } finally {
+      await cm.close();
+      await upstreams.close();
+    }
+  });
+});
