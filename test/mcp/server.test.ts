@@ -108,6 +108,30 @@ return { before: before.count, handle: [handle.status, handle.report_channel, "u
     expect(text(stop)).toContain("it has already ended (succeeded); read its output with ptc_task_output or spawn a new task");
   });
 
+  it("a client that cancels a call stops its program; the server keeps serving", async () => {
+    const controller = new AbortController();
+    const call = client.callTool(
+      { name: "ptc_run_code", arguments: { session: "cancel", code: "let i = 0; for (;;) { store('ticks', ++i); await sleep(5); }" } },
+      undefined,
+      { signal: controller.signal },
+    );
+    // Cancel once the program is visibly running (its session store is ticking).
+    const ticks = async () => (await client.callTool({ name: "ptc_run_code", arguments: { session: "cancel", code: "return load('ticks') ?? 0" } })).structuredContent as { value: number };
+    while ((await ticks()).value < 3) await new Promise((resolve) => setTimeout(resolve, 20));
+    controller.abort();
+    await expect(call).rejects.toThrow(/abort/i);
+    // The cancellation reaches the server asynchronously; once it has, the count stops moving.
+    let last = -1;
+    let now = (await ticks()).value;
+    for (let i = 0; i < 50 && now !== last; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      [last, now] = [now, (await ticks()).value];
+    }
+    expect(now).toBe(last);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await ticks()).value).toBe(now);
+  });
+
   it("a failed program is an isError result whose structuredContent still matches the output schema", async () => {
     const result = await client.callTool({ name: "ptc_run_code", arguments: { code: `await tools.inventory.explode({});` } });
     expect(result.isError).toBe(true);
