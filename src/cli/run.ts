@@ -98,6 +98,11 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
       const text = result.content.map((block) => block.text).join("\n");
       await write(ok ? io.stdout : io.stderr, line(text));
     }
+    // Background subagents live as long as this process: say so when closing stops some.
+    const active = runtime.cm.tasks.running + runtime.cm.tasks.queued;
+    if (active > 0) {
+      await write(io.stderr, `codemode: ${active} background task${active === 1 ? " was" : "s were"} still running and ${active === 1 ? "is" : "are"} stopped now that the program ended; wait for them in the program (poll ptc_task_output) to keep their results\n`);
+    }
     return ok ? EXIT_OK : EXIT_FAILED;
   } finally {
     await runtime.close();
