@@ -21,6 +21,8 @@ export interface Runtime {
 export interface RuntimeOptions {
   /** Start the upstream MCP servers (default true; task commands do not need them). */
   upstream?: boolean;
+  /** Keep a sandbox worker warm (default true; commands that run no program skip it). */
+  warm?: boolean;
 }
 
 export async function openRuntime(config: CodemodeConfig, cwd: string, options: RuntimeOptions = {}): Promise<Runtime> {
@@ -33,7 +35,7 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
   try {
     // Agents: the configured directory first, then the user's own (~/.codemode/agents).
     const agentDirs = [...new Set([config.agentsDir, join(homedir(), ".codemode", "agents")])];
-    cm = await createCodemode({ tools, dataDir: config.dataDir, cwd, agentDirs, limits: config.limits });
+    cm = await createCodemode({ tools, dataDir: config.dataDir, cwd, agentDirs, limits: config.limits, ...(options.warm === false ? { workers: { min: 0 } } : {}) });
   } catch (error) {
     await upstreams.close();
     throw error;

@@ -41,7 +41,7 @@ interface ListDetails {
 
 async function withRuntime<T>(io: Io, configFile: string | undefined, fn: (runtime: Runtime) => Promise<T>): Promise<T> {
   const config = loadConfig(io.cwd, configFile);
-  const runtime = await openRuntime(config, io.cwd, { upstream: false });
+  const runtime = await openRuntime(config, io.cwd, { upstream: false, warm: false });
   try {
     return await fn(runtime);
   } finally {
