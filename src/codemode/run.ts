@@ -8,7 +8,7 @@ import { guestError, guestValue, invokeTool, ToolError, type ResultView, type To
 import { engineLimits, type Limits } from "./limits.js";
 import { OutputCollector } from "./output.js";
 import { buildRunResult, type CallRecord, type RunResult } from "./run-result.js";
-import { parseGuestJson } from "./guest-json.js";
+import { jsonDepth, MAX_VALUE_DEPTH, parseGuestJson } from "./guest-json.js";
 
 /** Calls listed in `details.calls`; past it they are counted. */
 const CALL_RECORDS = 200;
@@ -175,8 +175,15 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   let value: unknown;
   let hasValue = false;
   if (done.valueJson !== undefined) {
-    value = JSON.parse(done.valueJson);
-    hasValue = true;
+    // A value nested deeper than the host can serialise would make run() (or whoever sends the
+    // result on, such as the MCP server) throw a RangeError: it is dropped with a warning.
+    const depth = jsonDepth(done.valueJson, MAX_VALUE_DEPTH);
+    if (depth > MAX_VALUE_DEPTH) {
+      warnings.push(`the return value is nested more than ${MAX_VALUE_DEPTH} levels deep, past what the host passes on; it was dropped`);
+    } else {
+      value = JSON.parse(done.valueJson);
+      hasValue = true;
+    }
   }
   return buildRunResult({
     runId,

@@ -768,6 +768,20 @@ try { await tools.fail({ kind: "x" }) } catch (e) { return [e.message, e.code, e
     expect: { status: "ok", warning: ["over the 8.0 MiB limit for one value crossing the sandbox wall; it was dropped"] },
   },
   {
+    name: "a return value nested deeper than the host can serialise is dropped with a warning",
+    category: "tamper",
+    code: `let a = [1]; for (let i = 0; i < 8000; i++) a = [a]; return a`,
+    expect: { status: "ok", warning: ["the return value is nested more than 1000 levels deep, past what the host passes on; it was dropped"] },
+    check: (result) => expect(result.structuredContent).not.toHaveProperty("value"),
+  },
+  {
+    name: "a return value nested 900 levels deep is kept",
+    category: "tamper",
+    code: `let a = [1]; for (let i = 1; i < 900; i++) a = [a]; return a`,
+    expect: { status: "ok" },
+    check: (result) => expect(JSON.stringify(result.structuredContent.value)).toBe("[".repeat(900) + "1" + "]".repeat(900)),
+  },
+  {
     name: "throwing odd values",
     category: "tamper",
     code: `const out = []; for (const v of [Symbol("s"), null, undefined, 1n, new Proxy({}, { get() { throw new Error("nope") } })]) { out.push(v) } throw out[4]`,

@@ -37,6 +37,8 @@ export async function runHostile(cm: Codemode, program: HostileProgram): Promise
 
   if (program.settleMs) await new Promise((resolve) => setTimeout(resolve, program.settleMs));
   program.check?.(result, before);
+  // Whoever the host hands the result to (an MCP client, --json) must be able to serialise it.
+  expect(() => JSON.stringify(result)).not.toThrow();
   expectNoHostLeak(result);
   expectPrototypesUnchanged();
   if (program.after) {
