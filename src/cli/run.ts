@@ -7,7 +7,6 @@ import { loadConfig } from "./config.js";
 import { EXIT_FAILED, EXIT_OK, line, readAll, write, type Io } from "./io.js";
 import { openRuntime } from "./runtime.js";
 import { ProgressView, progressMode } from "./progress.js";
-import { loadSession, saveSession } from "./sessions.js";
 
 export const RUN_HELP = `Usage: codemode run <file|-> [--json] [--timeout <duration>] [--session <name>]
 
@@ -70,7 +69,6 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
   const runtime = await openRuntime(config, io.cwd);
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
-    if (session !== undefined) loadSession(runtime.cm, config.dataDir, session);
     const progress = new ProgressView(runtime.cm.tasks, io.stderr, progressMode(io.stderr, io.env), { color: io.stderr.isTTY === true && !io.env.NO_COLOR });
     progress.start();
     // Ctrl-C aborts the program (pending tool calls are cancelled, its subagents stopped when the
@@ -88,7 +86,6 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
       process.off("SIGINT", onSigint);
       progress.stop();
     }
-    if (session !== undefined) saveSession(runtime.cm, config.dataDir, session);
     // Upstream servers that did not start are part of this run's story too.
     if (runtime.warnings.length > 0) result.details.warnings = [...runtime.warnings, ...result.details.warnings];
     const ok = result.structuredContent.status === "ok";

@@ -23,6 +23,7 @@ import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type Ag
 import { childToolProvider, codemodeScriptRunner, ptcTools } from "../ptc/index.js";
 import { checkLimits, describe, mergeLimits, type Limits } from "./limits.js";
 import { executeRun } from "./run.js";
+import { SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
 import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
 
@@ -71,7 +72,6 @@ const SESSION_PATTERN = /^[\w.:@-]{1,200}$/;
 
 export class Codemode {
   private closed = false;
-  private readonly sessions = new Map<string, Map<string, string>>();
   private readonly hostTools: Tool[] = [];
   private readonly runtimeTools: Tool[] = [];
   private toolPaths = new Map<string, Tool>();
@@ -84,6 +84,7 @@ export class Codemode {
     private readonly spillDir: string,
     /** The background subagents this runtime hosts (what `ptc_*` tools act on). */
     readonly tasks: TaskHost,
+    private readonly sessions: SessionStores,
   ) {}
 
   /** @internal */
@@ -120,16 +121,26 @@ export class Codemode {
     if (typeof code !== "string") throw new TypeError(`code must be a string of JavaScript, got ${describe(code)}`);
     const limits = mergeLimits(this.limits, options.limits ?? {}, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
     const session = options.session ?? DEFAULT_SESSION;
-    let store = this.sessions.get(session);
-    if (!store) this.sessions.set(session, (store = new Map()));
+    const store = this.sessions.get(session);
     let tools: ReadonlyMap<string, Tool> = this.toolPaths;
     if (options.allowTools) {
       const allowed = new Map<string, Tool>();
       for (const [path, tool] of this.toolPaths) if (options.allowTools(path, tool)) allowed.set(path, tool);
       tools = allowed;
     }
-    return executeRun(
-      { engine: this.engine, tools, hooks: this.options.hooks, development: this.options.development ?? false, spillDir: this.spillDir, store },
+    let stored = false;
+    const result = await executeRun(
+      {
+        engine: this.engine,
+        tools,
+        hooks: this.options.hooks,
+        development: this.options.development ?? false,
+        spillDir: this.spillDir,
+        store,
+        onStored: () => {
+          stored = true;
+        },
+      },
       {
         code,
         limits,
@@ -141,6 +152,8 @@ export class Codemode {
         globals: options.globals ?? {},
       },
     );
+    if (stored) this.sessions.save(session);
+    return result;
   }
 
   /** Call a tool directly, as a model would, and get its three channels. Failures are `isError` results. */
@@ -252,7 +265,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     await tasks.close();
     throw error;
   }
-  const cm = new Codemode(engine, limits, options, spillDir, tasks);
+  const cm = new Codemode(engine, limits, options, spillDir, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
   cm.addTools([...ptcTools(tasks), toolInfoTool(() => cm.toolList())], "runtime");
   cm.addTools(tools, "host");
   // Last, so its description can carry the declarations of every tool a program can reach.

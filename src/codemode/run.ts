@@ -3,7 +3,7 @@
 // end, and building the RunResult.
 import { randomUUID } from "node:crypto";
 import type { SandboxEngine } from "../engine/engine.js";
-import type { ConsoleLine, DoneMessage } from "../engine/protocol.js";
+import type { ConsoleLine, DoneMessage, GuestError } from "../engine/protocol.js";
 import { guestError, guestValue, invokeTool, ToolError, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
 import { engineLimits, type Limits } from "./limits.js";
 import { OutputCollector } from "./output.js";
@@ -24,6 +24,8 @@ export interface RunEnvironment {
   spillDir: string;
   /** The session's stored values (JSON strings), updated as the program stores. */
   store: Map<string, string>;
+  /** Called after the program changed the store, so a persisted session can be written back. */
+  onStored?: () => void;
 }
 
 export interface RunSettings {
@@ -89,6 +91,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
       onStore(key, json) {
         if (json === undefined) env.store.delete(key);
         else env.store.set(key, json);
+        env.onStored?.();
       },
     },
   );
@@ -190,7 +193,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     ok: done.ok,
     value,
     hasValue,
-    error: done.error,
+    error: done.error && boundMessage(done.error),
     durationMs: round(performance.now() - started),
     calls: records,
     callCount,
@@ -200,6 +203,23 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     output,
     outputBudget: limits.outputBudget,
   });
+}
+
+/** Longest failure message kept; it reaches the model in content, so it must not flood the budget. */
+const ERROR_MESSAGE_CHARS = 2_000;
+
+/** A thrown value's message can be any size (`throw "x".repeat(1e6)`): keep its head and tail. */
+function boundMessage(error: GuestError): GuestError {
+  const { message } = error;
+  if (message.length <= ERROR_MESSAGE_CHARS) return error;
+  const half = ERROR_MESSAGE_CHARS / 2;
+  let head = message.slice(0, half);
+  let tail = message.slice(message.length - half);
+  // Never split a surrogate pair.
+  if (/[\ud800-\udbff]$/.test(head)) head = head.slice(0, -1);
+  if (/^[\udc00-\udfff]/.test(tail)) tail = tail.slice(1);
+  const cut = message.length - head.length - tail.length;
+  return { ...error, message: `${head}… [${cut} characters cut] …${tail}` };
 }
 
 function preview(json: string): string {

@@ -84,6 +84,18 @@ describe("createCodemode with subagents", () => {
     expect(listed.structuredContent.value).toStrictEqual([1, "succeeded", "persisted text"]);
   });
 
+  it("keeps a session's stored values on the data dir for the next runtime", async () => {
+    const dataDir = tempDir();
+    const first = await createCodemode({ dataDir, agentDirs: [] });
+    await first.run(`store("notes", { n: 1 }); store("gone", true); store("gone", undefined)`, { session: "s1" });
+    await first.close();
+    const second = await open({ dataDir, agentDirs: [] });
+    const read = await second.run(`return [load("notes"), load("gone")]`, { session: "s1" });
+    expect(read.structuredContent.value).toStrictEqual([{ n: 1 }, null]);
+    writeFileSync(join(dataDir, "sessions", "broken.json"), "{ not json");
+    await expect(second.run(`return load("x")`, { session: "broken" })).rejects.toThrow(/session file .*broken\.json is not valid JSON .*; delete it to start the session afresh/);
+  });
+
   it("rejects malformed agent options naming the field", async () => {
     await expect(createCodemode({ agentDirs: "dir" as never })).rejects.toThrow("options.agentDirs must be an array of directory paths");
     await expect(createCodemode({ agents: {} as never })).rejects.toThrow("options.agents must be an array of agent definitions");
