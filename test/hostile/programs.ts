@@ -782,6 +782,13 @@ try { await tools.fail({ kind: "x" }) } catch (e) { return [e.message, e.code, e
     check: (result) => expect(JSON.stringify(result.structuredContent.value)).toBe("[".repeat(900) + "1" + "]".repeat(900)),
   },
   {
+    name: "a million-character thrown message does not flood the model",
+    category: "tamper",
+    code: `throw new Error("x".repeat(1e6) + "END")`,
+    expect: { status: "error", kind: "exception", message: [/^Error: x{900,}… \[\d+ characters cut\] …x+END$/] },
+    check: (result) => expect(result.structuredContent.error!.message.length).toBeLessThanOrEqual(2_100),
+  },
+  {
     name: "throwing odd values",
     category: "tamper",
     code: `const out = []; for (const v of [Symbol("s"), null, undefined, 1n, new Proxy({}, { get() { throw new Error("nope") } })]) { out.push(v) } throw out[4]`,

@@ -37,6 +37,8 @@ export async function runHostile(cm: Codemode, program: HostileProgram): Promise
 
   if (program.settleMs) await new Promise((resolve) => setTimeout(resolve, program.settleMs));
   program.check?.(result, before);
+  // One budget over every byte the model sees, failure line and receipt included.
+  expect(Buffer.byteLength(result.content.map((block) => block.text).join("")), "content bytes").toBeLessThanOrEqual(40_000);
   // Whoever the host hands the result to (an MCP client, --json) must be able to serialise it.
   expect(() => JSON.stringify(result)).not.toThrow();
   expectNoHostLeak(result);
