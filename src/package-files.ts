@@ -1,4 +1,4 @@
-// Locating files that ship beside the compiled code: the guest prelude and the worker entry.
+// Locating what ships beside the compiled code: the manifest, the guest prelude, the worker entry.
 // The same source runs from `src/` (tests) and from `dist/src/` (the published package).
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -18,6 +18,13 @@ export function packageRoot(): string {
   }
 }
 
+let version: string | undefined;
+
+/** The package's own version, for MCP handshakes and `codemode --version`. */
+export function packageVersion(): string {
+  return (version ??= (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string }).version);
+}
+
 let prelude: string | undefined;
 
 export function preludeSource(): string {
@@ -26,7 +33,7 @@ export function preludeSource(): string {
 
 /** The compiled worker entry; under a TypeScript test runner the sibling is `.ts`, so use the build. */
 export function workerEntry(): URL {
-  const sibling = new URL("./worker.js", import.meta.url);
+  const sibling = new URL("./engine/worker.js", import.meta.url);
   if (existsSync(fileURLToPath(sibling))) return sibling;
   const built = join(packageRoot(), "dist", "src", "engine", "worker.js");
   if (!existsSync(built)) throw new Error(`codemode-runtime: the sandbox worker is not built (${built}); run "npm run build"`);

@@ -1,7 +1,7 @@
 // The `codemode` command line: dispatch, help, and the one place errors become exit codes
 // (0 ok, 1 the program or command failed, 2 usage or configuration errors).
 import { closestNames } from "../tools/identifiers.js";
-import { packageVersion } from "../mcp/version.js";
+import { packageVersion } from "../package-files.js";
 import { UsageError } from "./args.js";
 import { ConfigError } from "./config.js";
 import { initCommand, INIT_HELP } from "./init.js";

@@ -5,7 +5,7 @@
 // builtin that never polls the interrupt handler, and is terminated. A terminated or crashed
 // worker takes its WASM instances with it; a replacement is started at once.
 import { Worker } from "node:worker_threads";
-import { preludeSource, workerEntry } from "./package-files.js";
+import { preludeSource, workerEntry } from "../package-files.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
 
 /** How long past the deadline (or an abort) a worker may take to answer before it is terminated. */

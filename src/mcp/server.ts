@@ -8,7 +8,7 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import type { Codemode } from "../codemode/codemode.js";
 import type { ToolCallResult, ToolDescriptor } from "../tools/index.js";
-import { packageVersion } from "./version.js";
+import { packageVersion } from "../package-files.js";
 
 export interface McpServeOptions {
   /** Tool ids to leave out of the listing (tools bound only for programs). */

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { defineTool, toIdentifier, toolResult, toTool, ToolError, type Tool } from "../tools/index.js";
 import { isZodObject } from "../tools/project.js";
 import type { McpServerConfig } from "../cli/config.js";
-import { packageVersion } from "./version.js";
+import { packageVersion } from "../package-files.js";
 
 export interface UpstreamOptions {
   /** How long a server may take to start and list its tools (default 20 s). */
