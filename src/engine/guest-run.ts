@@ -542,6 +542,9 @@ export class GuestRun {
 }
 
 /** "tools.x is not a tool", with the closest names a model most likely meant. */
+/** Longest unknown tool name that is matched against the real names and shown whole. */
+const UNKNOWN_NAME_CHARS = 200;
+
 function unknownToolMessage(paths: readonly string[], prefix: string, key: string): string {
   const names = new Set<string>();
   for (const path of paths) {
@@ -551,10 +554,14 @@ function unknownToolMessage(paths: readonly string[], prefix: string, key: strin
   }
   const where = prefix ? `tools.${prefix}` : "tools";
   const known = [...names];
-  const suggestions = closestNames(key, known);
+  // Edit distance is quadratic: a name far longer than any tool's (tools["x".repeat(1e7)]) ran the
+  // worker past its deadline into a hard stop. Such a name is no typo; show its start only.
+  const typo = key.length <= UNKNOWN_NAME_CHARS;
+  const suggestions = typo ? closestNames(key, known) : [];
   const hint = suggestions.length ? ` Did you mean ${suggestions.map((name) => `${where}.${name}`).join(", ")}?` : "";
   const list = known.length ? ` Available: ${known.slice(0, 40).join(", ")}${known.length > 40 ? ", …" : ""}.` : " No tools are bound.";
-  return `${where}.${key} is not a tool.${hint}${list}`;
+  const shown = typo ? key : `${key.slice(0, UNKNOWN_NAME_CHARS)}… (${key.length} characters)`;
+  return `${where}.${shown} is not a tool.${hint}${list}`;
 }
 
 function safely(action: () => void): boolean {

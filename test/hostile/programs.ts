@@ -565,6 +565,13 @@ try { await tools.fail({ kind: "nul" }) } catch (e) { out.push(e.message) } retu
     expect: { status: "ok", value: "slept" },
   },
   {
+    name: "a ten-million-character unknown tool name",
+    category: "exhaustion",
+    code: `tools["x".repeat(1e7)]`,
+    timeoutMs: 300,
+    expect: { status: "error", kind: "exception", message: [/^TypeError: tools\.x{200}… \(10000000 characters\) is not a tool\. Available: /] },
+  },
+  {
     name: "a huge sleep is cut by the deadline",
     category: "exhaustion",
     code: `await sleep(1e12); return "woke"`,
