@@ -31,11 +31,14 @@ export function preludeSource(): string {
   return (prelude ??= readFileSync(join(packageRoot(), "sandbox", "prelude.js"), "utf8"));
 }
 
-/** The compiled worker entry; under a TypeScript test runner the sibling is `.ts`, so use the build. */
-export function workerEntry(): URL {
-  const sibling = new URL("./engine/worker.js", import.meta.url);
+/**
+ * A compiled module that runs as a worker thread, e.g. "engine/worker". Under a TypeScript test
+ * runner the source sibling is `.ts`, which a worker cannot load, so the build is used.
+ */
+export function compiledEntry(module: string): URL {
+  const sibling = new URL(`./${module}.js`, import.meta.url);
   if (existsSync(fileURLToPath(sibling))) return sibling;
-  const built = join(packageRoot(), "dist", "src", "engine", "worker.js");
-  if (!existsSync(built)) throw new Error(`codemode-runtime: the sandbox worker is not built (${built}); run "npm run build"`);
+  const built = join(packageRoot(), "dist", "src", `${module}.js`);
+  if (!existsSync(built)) throw new Error(`codemode-runtime: ${module} is not built (${built}); run "npm run build"`);
   return new URL(`file://${built}`);
 }

@@ -5,7 +5,7 @@
 // builtin that never polls the interrupt handler, and is terminated. A terminated or crashed
 // worker takes its WASM instances with it; a replacement is started at once.
 import { Worker } from "node:worker_threads";
-import { preludeSource, workerEntry } from "../package-files.js";
+import { compiledEntry, preludeSource } from "../package-files.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
 
 /** How long past the deadline (or an abort) a worker may take to answer before it is terminated. */
@@ -70,7 +70,7 @@ export class SandboxEngine {
   private readonly minWorkers: number;
   private readonly idleMs: number;
   private readonly prelude = preludeSource();
-  private readonly entry = workerEntry();
+  private readonly entry = compiledEntry("engine/worker");
   private closed = false;
 
   constructor(private readonly options: EngineOptions) {

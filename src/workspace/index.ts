@@ -1,15 +1,18 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync, type Stats } from "node:fs";
-import { dirname, join } from "node:path";
-import { glob } from "tinyglobby";
+import { dirname } from "node:path";
 import { z } from "zod";
 import { defineTool, ToolError, type Tool } from "../tools/index.js";
-import { checkGlob, confine, isInside, realRoot } from "./paths.js";
+import { checkGlob, confine, realRoot } from "./paths.js";
+import { isBinary } from "./scan.js";
+import { runScan } from "./scan-runner.js";
 
 export interface WorkspaceOptions {
   /** The directory the tools are confined to. */
   root: string;
   /** Adds `write_file`. Off by default: the toolset is read-only. */
   write?: boolean;
+  /** Longest a list_files or search_files scan may run (default 10 s); it runs off the host's event loop. */
+  scanBudgetMs?: number;
 }
 
 /** Names of the tools that never change anything (what a read-only agent may reach). */
@@ -17,13 +20,7 @@ export const WORKSPACE_READ_ONLY_TOOLS: readonly string[] = ["read_file", "list_
 
 const READ_MAX_BYTES = 50 * 1024;
 const READ_MAX_LINES = 2000;
-const SEARCH_MAX_FILE_BYTES = 1024 * 1024;
-const SEARCH_LINE_CHARS = 300;
-const IGNORED = ["**/node_modules/**", "**/.git/**"];
-
-function isBinary(buf: Buffer): boolean {
-  return buf.subarray(0, 8192).includes(0);
-}
+const DEFAULT_SCAN_BUDGET_MS = 10_000;
 
 function statOrThrow(abs: string, rel: string): Stats {
   try {
@@ -41,14 +38,12 @@ function readText(abs: string, rel: string): string {
   return buf.toString("utf8");
 }
 
-function cutLine(text: string): string {
-  return text.length > SEARCH_LINE_CHARS ? text.slice(0, SEARCH_LINE_CHARS) + "…" : text;
-}
-
 export function workspaceTools(options: WorkspaceOptions): Tool[] {
   if (options === null || typeof options !== "object") throw new TypeError(`workspaceTools: options must be an object { root, write? }`);
   if (options.write !== undefined && typeof options.write !== "boolean") throw new TypeError(`workspaceTools: "write" must be a boolean, received ${typeof options.write}`);
   const root = realRoot(options.root);
+  const scanBudgetMs = options.scanBudgetMs ?? DEFAULT_SCAN_BUDGET_MS;
+  if (!Number.isInteger(scanBudgetMs) || scanBudgetMs < 1) throw new TypeError(`workspaceTools: "scanBudgetMs" must be a positive integer of milliseconds, received ${String(options.scanBudgetMs)}`);
 
   const readCompact = z.object({
     path: z.string(),
@@ -124,19 +119,9 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
       compact: listCompact,
       full: listCompact.extend({ entries: z.array(z.object({ path: z.string(), bytes: z.number().int(), modified_at: z.string() })) }),
     },
-    execute: async ({ pattern = "**/*", limit = 1000, include_hidden = false }) => {
+    execute: async ({ pattern = "**/*", limit = 1000, include_hidden = false }, ctx) => {
       checkGlob(pattern, "pattern");
-      const found = (await glob(pattern, { cwd: root, dot: include_hidden, onlyFiles: true, followSymbolicLinks: false, ignore: IGNORED })).sort();
-      const files = found.slice(0, limit);
-      return {
-        files,
-        count: files.length,
-        truncated: found.length > limit,
-        entries: files.map((f) => {
-          const st = statSync(join(root, f), { throwIfNoEntry: false });
-          return { path: f, bytes: st?.size ?? 0, modified_at: st ? st.mtime.toISOString() : new Date(0).toISOString() };
-        }),
-      };
+      return runScan({ op: "list", root, pattern, limit, includeHidden: include_hidden }, scanBudgetMs, ctx.signal);
     },
     toModelOutput: (r) => `${r.count} file${r.count === 1 ? "" : "s"}${r.truncated ? " (more matched; narrow the pattern or raise limit)" : ""}\n${r.files.join("\n")}`,
   });
@@ -161,39 +146,15 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
       compact: searchCompact,
       full: searchCompact.extend({ matches: z.array(matchRow.extend({ column: z.number().int(), match: z.string() })) }),
     },
-    execute: async ({ pattern, glob: fileGlob = "**/*", case_sensitive = true, max_results = 200 }) => {
-      let re: RegExp;
+    execute: async ({ pattern, glob: fileGlob = "**/*", case_sensitive = true, max_results = 200 }, ctx) => {
+      const flags = case_sensitive ? "" : "i";
       try {
-        re = new RegExp(pattern, case_sensitive ? "" : "i");
+        new RegExp(pattern, flags);
       } catch (err) {
         throw new ToolError("tool_invalid_input", `"pattern" is not a valid regular expression: ${(err as Error).message}`, { reason: "schema_invalid" });
       }
       checkGlob(fileGlob, "glob");
-      const files = (await glob(fileGlob, { cwd: root, onlyFiles: true, followSymbolicLinks: false, ignore: IGNORED })).sort();
-      const matches: Array<{ path: string; line: number; text: string; column: number; match: string }> = [];
-      let searched = 0;
-      let truncated = false;
-      outer: for (const rel of files) {
-        const abs = join(root, rel);
-        // A symlink inside the root may point anywhere; its target is searched only if inside too.
-        if (!isInside(root, abs)) continue;
-        const st = statSync(abs, { throwIfNoEntry: false });
-        if (!st || st.size > SEARCH_MAX_FILE_BYTES) continue;
-        const buf = readFileSync(abs);
-        if (isBinary(buf)) continue;
-        searched++;
-        const lines = buf.toString("utf8").split("\n");
-        for (let i = 0; i < lines.length; i++) {
-          const m = re.exec(lines[i]!);
-          if (!m) continue;
-          if (matches.length >= max_results) {
-            truncated = true;
-            break outer;
-          }
-          matches.push({ path: rel, line: i + 1, text: cutLine(lines[i]!.replace(/\r$/, "")), column: m.index + 1, match: cutLine(m[0]) });
-        }
-      }
-      return { matches, count: matches.length, truncated, files_searched: searched };
+      return runScan({ op: "search", root, pattern, flags, glob: fileGlob, maxResults: max_results }, scanBudgetMs, ctx.signal);
     },
     toModelOutput: (r) =>
       `${r.count} match${r.count === 1 ? "" : "es"} in ${r.files_searched} files searched${r.truncated ? " (max_results reached)" : ""}\n` +

@@ -140,3 +140,39 @@ describe("workspaceTools", () => {
     expect(again.structuredContent).toStrictEqual({ path: "out/new.txt", bytes: 1, created: false });
   });
 });
+
+describe("scans run off the host's event loop", () => {
+  it("gives up on a catastrophically backtracking regex within its budget while the host stays responsive", async () => {
+    writeFileSync(join(root, "evil.txt"), "a".repeat(40) + "!\n");
+    const tools = workspaceTools({ root, scanBudgetMs: 300 });
+    let ticks = 0;
+    const ticker = setInterval(() => ticks++, 20);
+    try {
+      const started = Date.now();
+      const error = await invokeTool(tool(tools, "search_files"), { pattern: "^(a+)+$", glob: "evil.txt" }, { ctx: ctx() }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ToolError);
+      expect([(error as ToolError).code, (error as ToolError).reason]).toStrictEqual(["tool_failed", "scan_timeout"]);
+      expect((error as ToolError).message).toBe(
+        "search_files gave up after 300 ms: the pattern may backtrack catastrophically or the glob match too much; use a simpler regular expression or a narrower glob",
+      );
+      expect(Date.now() - started).toBeLessThan(5_000);
+      // The host's own timers kept firing while the regex ran elsewhere.
+      expect(ticks).toBeGreaterThan(3);
+    } finally {
+      clearInterval(ticker);
+    }
+  });
+
+  it("stops a scan when the calling program's signal aborts", async () => {
+    const controller = new AbortController();
+    const tools = workspaceTools({ root, scanBudgetMs: 60_000 });
+    writeFileSync(join(root, "evil2.txt"), "a".repeat(40) + "!\n");
+    setTimeout(() => controller.abort(), 100);
+    const error = await invokeTool(tool(tools, "search_files"), { pattern: "^(a+)+$", glob: "evil2.txt" }, { ctx: { ...ctx(), signal: controller.signal } }).catch((e: unknown) => e);
+    expect((error as ToolError).code).toBe("tool_aborted");
+  });
+
+  it("rejects a bad scan budget naming the field", () => {
+    expect(() => workspaceTools({ root, scanBudgetMs: 0 })).toThrow('workspaceTools: "scanBudgetMs" must be a positive integer of milliseconds, received 0');
+  });
+});

@@ -1,0 +1,102 @@
+// The work behind list_files and search_files: globbing the tree and matching a model's regular
+// expression line by line. Both can take unbounded time on hostile input (a backtracking regex, a
+// pathological glob), so they never run on the host's event loop: see scan-runner.ts.
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { glob } from "tinyglobby";
+import { isInside } from "./paths.js";
+
+export const SEARCH_MAX_FILE_BYTES = 1024 * 1024;
+const SEARCH_LINE_CHARS = 300;
+const IGNORED = ["**/node_modules/**", "**/.git/**"];
+
+export interface ListRequest {
+  op: "list";
+  root: string;
+  pattern: string;
+  limit: number;
+  includeHidden: boolean;
+}
+
+export interface SearchRequest {
+  op: "search";
+  root: string;
+  pattern: string;
+  flags: string;
+  glob: string;
+  maxResults: number;
+}
+
+export type ScanRequest = ListRequest | SearchRequest;
+
+// Type aliases, not interfaces: tool records must be assignable to Record<string, unknown>.
+export type ListResult = {
+  files: string[];
+  count: number;
+  truncated: boolean;
+  entries: Array<{ path: string; bytes: number; modified_at: string }>;
+};
+
+export type SearchResult = {
+  matches: Array<{ path: string; line: number; text: string; column: number; match: string }>;
+  count: number;
+  truncated: boolean;
+  files_searched: number;
+};
+
+export function isBinary(buf: Buffer): boolean {
+  return buf.subarray(0, 8192).includes(0);
+}
+
+function cutLine(text: string): string {
+  return text.length > SEARCH_LINE_CHARS ? text.slice(0, SEARCH_LINE_CHARS) + "…" : text;
+}
+
+export async function listFiles(request: ListRequest): Promise<ListResult> {
+  const { root, pattern, limit, includeHidden } = request;
+  const found = (await glob(pattern, { cwd: root, dot: includeHidden, onlyFiles: true, followSymbolicLinks: false, ignore: IGNORED })).sort();
+  const files = found.slice(0, limit);
+  return {
+    files,
+    count: files.length,
+    truncated: found.length > limit,
+    entries: files.map((f) => {
+      const st = statSync(join(root, f), { throwIfNoEntry: false });
+      return { path: f, bytes: st?.size ?? 0, modified_at: st ? st.mtime.toISOString() : new Date(0).toISOString() };
+    }),
+  };
+}
+
+export async function searchFiles(request: SearchRequest): Promise<SearchResult> {
+  const { root, maxResults } = request;
+  const re = new RegExp(request.pattern, request.flags);
+  const files = (await glob(request.glob, { cwd: root, onlyFiles: true, followSymbolicLinks: false, ignore: IGNORED })).sort();
+  const matches: SearchResult["matches"] = [];
+  let searched = 0;
+  let truncated = false;
+  outer: for (const rel of files) {
+    const abs = join(root, rel);
+    // A symlink inside the root may point anywhere; its target is searched only if inside too.
+    if (!isInside(root, abs)) continue;
+    const st = statSync(abs, { throwIfNoEntry: false });
+    if (!st || st.size > SEARCH_MAX_FILE_BYTES) continue;
+    const buf = readFileSync(abs);
+    if (isBinary(buf)) continue;
+    searched++;
+    const lines = buf.toString("utf8").split("\n");
+    for (let i = 0; i < lines.length; i++) {
+      const m = re.exec(lines[i]!);
+      if (!m) continue;
+      if (matches.length >= maxResults) {
+        truncated = true;
+        break outer;
+      }
+      matches.push({ path: rel, line: i + 1, text: cutLine(lines[i]!.replace(/\r$/, "")), column: m.index + 1, match: cutLine(m[0]) });
+    }
+  }
+  return { matches, count: matches.length, truncated, files_searched: searched };
+}
+
+export function scan(request: ScanRequest): Promise<ListResult | SearchResult> {
+  return request.op === "list" ? listFiles(request) : searchFiles(request);
+}
