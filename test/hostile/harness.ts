@@ -178,6 +178,10 @@ export const tools = [
           }) as Record<string, unknown>;
         case "weird":
           return { nan: NaN, inf: -Infinity, neg0: -0, date: new Date(0), undef: undefined, fn: () => 1, nul: "a\u0000b", lone: "\ud800" } as Record<string, unknown>;
+        case "hooks":
+          return { toJSON: "data", valueOf: 1, toString: null, constructor: { name: "Evil" }, then: [1], __defineGetter__: "x" };
+        case "wide":
+          return Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`k${i}`, i]));
         case "thenable":
           return { then: "not a function", value: 1 };
         default:

@@ -355,6 +355,22 @@ return [typeof ({}).polluted, typeof ({}).isAdmin, typeof [].polluted, Object.ge
     expect: { status: "ok", value: { then: "not a function", value: 1 } },
   },
   {
+    name: "result keys named like hooks (toJSON, valueOf, then, constructor) stay data through the program's return",
+    category: "values-out",
+    code: `const r = await tools.evil({ kind: "hooks" }); text(r); return [r, String(r.then), typeof r.valueOf]`,
+    expect: {
+      status: "ok",
+      value: [{ toJSON: "data", valueOf: 1, toString: null, constructor: { name: "Evil" }, then: [1], __defineGetter__: "x" }, "1", "number"],
+      text: ['{"toJSON":"data","valueOf":1,"toString":null,"constructor":{"name":"Evil"},"then":[1],"__defineGetter__":"x"}'],
+    },
+  },
+  {
+    name: "a result with 100,000 keys",
+    category: "values-out",
+    code: `const r = await tools.evil({ kind: "wide" }); return [Object.keys(r).length, r.k99999]`,
+    expect: { status: "ok", value: [100000, 99999] },
+  },
+  {
     name: "a long tool failure keeps its last 2,000 characters",
     category: "values-out",
     code: `try { await tools.fail({ kind: "long" }) } catch (e) { return [e.name, e.code, e.message.length <= 2000, e.message.endsWith("END")] }`,
