@@ -38,8 +38,8 @@ export interface CodemodeOptions {
   dataDir?: string;
   /** Working directory for agents (and the default place agent files are found). */
   cwd?: string;
-  /** Background subagents: running at once per host (default 8), deepest nesting (3), SIGTERM→SIGKILL grace (5000 ms). */
-  tasks?: { maxRunning?: number; maxDepth?: number; killGraceMs?: number };
+  /** Background subagents: running at once per host (default 8), waiting at once (1,000), deepest nesting (3), SIGTERM→SIGKILL grace (5000 ms). */
+  tasks?: { maxRunning?: number; maxQueued?: number; maxDepth?: number; killGraceMs?: number };
   limits?: Partial<Limits>;
   hooks?: ToolHooks;
   /** Check every view projection against the compact ⊆ full rule at run time. */
@@ -253,6 +253,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     cwd,
     dataDir,
     maxRunning: options.tasks?.maxRunning,
+    maxQueued: options.tasks?.maxQueued,
     maxDepth: options.tasks?.maxDepth,
     killGraceMs: options.tasks?.killGraceMs,
     scriptRunner: (code, runOptions) => runScript!(code, runOptions),

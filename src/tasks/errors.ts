@@ -7,6 +7,7 @@ export type TaskErrorCode =
   | "task_not_found"
   | "task_illegal_transition"
   | "task_depth_exceeded"
+  | "task_queue_full"
   | "task_spawn_failed"
   | "task_failed"
   | "task_not_owner"

@@ -33,6 +33,8 @@ export interface TaskHostOptions {
   agents: AgentRegistry;
   /** Tasks running at once on this host; further background spawns wait in FIFO order. */
   maxRunning?: number;
+  /** Tasks waiting for a slot at once; spawns past it are refused (a fan-out bomb stops here). */
+  maxQueued?: number;
   /** Deepest allowed nesting: a top-level program is depth 0, each spawn adds 1. */
   maxDepth?: number;
   scriptRunner?: ScriptRunner;
@@ -117,6 +119,7 @@ export class TaskHost {
   readonly store: TaskStore;
   readonly agents: AgentRegistry;
   readonly maxRunning: number;
+  readonly maxQueued: number;
   readonly maxDepth: number;
   readonly killGraceMs: number;
   private readonly drivers: Record<DriverKind, Driver>;
@@ -134,6 +137,7 @@ export class TaskHost {
     if (!options.store || typeof options.store.insert !== "function") throw invalidArgument("store", "a TaskStore (memoryTaskStore() or sqliteTaskStore(dataDir))", options.store);
     if (!options.agents || typeof options.agents.get !== "function") throw invalidArgument("agents", "an AgentRegistry", options.agents);
     this.maxRunning = positiveInt("maxRunning", options.maxRunning ?? 8);
+    this.maxQueued = positiveInt("maxQueued", options.maxQueued ?? 1000);
     this.maxDepth = positiveInt("maxDepth", options.maxDepth ?? 3);
     const grace = options.killGraceMs ?? 5000;
     if (!Number.isSafeInteger(grace) || grace < 0) throw invalidArgument("killGraceMs", "a non-negative integer of milliseconds", grace);
@@ -190,6 +194,13 @@ export class TaskHost {
       throw new TaskError(
         "task_depth_exceeded",
         `cannot spawn agent "${agent.name}" at depth ${depth}: subagents nest at most ${this.maxDepth} deep and this program already runs at depth ${callerDepth}; do this work here instead of spawning another subagent`,
+      );
+    }
+    const willQueue = (req.background || parent === undefined) && (this.runningCount >= this.maxRunning || this.queue.length > 0);
+    if (willQueue && this.queue.length >= this.maxQueued) {
+      throw new TaskError(
+        "task_queue_full",
+        `cannot spawn agent "${agent.name}": ${this.queue.length} tasks are already waiting for one of ${this.maxRunning} slots (the host's limit is ${this.maxQueued} waiting); wait for some to finish (poll ptc_task_list) or stop ones you no longer need (ptc_task_stop), then spawn again`,
       );
     }
     const readOnlyTier: ReadOnlyTier | undefined = agent.readOnly

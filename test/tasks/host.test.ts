@@ -162,6 +162,32 @@ describe("TaskHost with the function driver", () => {
     expect([host.running, host.queued]).toStrictEqual([0, 0]);
   });
 
+  it("refuses spawns past the waiting limit with what to do, and takes them again once the queue drains", async () => {
+    const gates: Array<() => void> = [];
+    const host = new TaskHost({
+      store: memoryTaskStore(),
+      agents: new AgentRegistry({ dirs: [], agents: [{ name: "gated", description: "d", driver: "function", run: () => new Promise<string>((resolve) => gates.push(() => resolve("ok"))) }] }),
+      maxRunning: 1,
+      maxQueued: 2,
+    });
+    const spawned = [];
+    for (let i = 0; i < 3; i++) spawned.push(await host.spawn({ agent: "gated", task: `t${i}`, background: true }));
+    expect(spawned.map((r) => r.status)).toStrictEqual(["running", "queued", "queued"]);
+    await expect(host.spawn({ agent: "gated", task: "t3", background: true })).rejects.toMatchObject({
+      code: "task_queue_full",
+      message: 'cannot spawn agent "gated": 2 tasks are already waiting for one of 1 slots (the host\'s limit is 2 waiting); wait for some to finish (poll ptc_task_list) or stop ones you no longer need (ptc_task_stop), then spawn again',
+    });
+    gates.shift()!();
+    await host.wait(spawned[0]!.id);
+    expect((await host.spawn({ agent: "gated", task: "t4", background: true })).status).toBe("queued");
+    expect(() => new TaskHost({ store: memoryTaskStore(), agents: new AgentRegistry({ dirs: [] }), maxQueued: 0 })).toThrow('"maxQueued" must be a positive integer');
+    while (gates.length || host.running || host.queued) {
+      await new Promise((r) => setImmediate(r));
+      gates.shift()?.();
+    }
+    await host.close();
+  });
+
   it("holds top-level foreground spawns to the cap too; a task's own foreground child starts at once", async () => {
     const gates: Array<() => void> = [];
     const host = makeHost(
