@@ -1,11 +1,11 @@
 // Shared set-up for the hostile-program suite: a codemode instance with tools built to be
 // attacked (echo, slow, evil results, counters), host canaries that must never reach the output,
 // a snapshot of the host's built-in prototypes, and the checks every hostile run must pass.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { expect } from "vitest";
+import { afterAll, expect } from "vitest";
 import { createCodemode, defineTool, z, type Codemode, type RunResult } from "../../src/index.js";
 
 // ---- canaries: secrets only the host can read ---------------------------------------------------
@@ -15,6 +15,8 @@ export const CANARY_FILE_TEXT = `canary-file-${randomBytes(8).toString("hex")}`;
 const canaryDir = mkdtempSync(join(tmpdir(), "codemode-hostile-"));
 export const CANARY_FILE = join(canaryDir, "secret.txt");
 writeFileSync(CANARY_FILE, CANARY_FILE_TEXT);
+// Registered while the importing test file is collected: runs once that file is done.
+afterAll(() => rmSync(canaryDir, { recursive: true, force: true }));
 process.env.CODEMODE_HOSTILE_CANARY = CANARY_ENV;
 
 /** Strings whose presence anywhere in a run result would mean a host capability leaked. */
