@@ -96,6 +96,27 @@ return [load("k\\u0000x"), load("k"), load("\\ud800"), load("\\udc00"), failure]
     }
   });
 
+  it("ends a flood of tiny text() calls at its deadline, without blocking the host", async () => {
+    // Each piece used to cross and be spilled on its own: the host's main thread fell seconds
+    // behind (a 5 s run ended at 7–10 s) and its timers, every other run's included, waited.
+    let timerLate = 0;
+    const scheduled = performance.now();
+    const timer = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        timerLate = performance.now() - scheduled - 1000;
+        resolve();
+      }, 1000),
+    );
+    const started = performance.now();
+    const result = await cm.run(`for (;;) text("y")`, { timeoutMs: 4000 });
+    const elapsed = performance.now() - started;
+    await timer;
+    expect(result.structuredContent.error).toEqual({ kind: "timeout", message: "the program ran past its 4000 ms deadline" });
+    expect(elapsed).toBeLessThan(5000);
+    expect(timerLate).toBeLessThan(1000);
+    expect(Buffer.byteLength(result.content[0].text)).toBeLessThanOrEqual(40_000);
+  });
+
   it("reports a microtask flood that the deadline broke as a timeout, not as a deadlock", async () => {
     const result = await cm.run("function f() { Promise.resolve().then(f) } f(); await new Promise(() => {})", { timeoutMs: 300 });
     expect(result.structuredContent.error).toEqual({ kind: "timeout", message: "the program ran past its 300 ms deadline" });
