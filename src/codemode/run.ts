@@ -66,6 +66,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     {
       type: "run",
       runId,
+      abortSeq: 0,
       code: settings.code,
       session: settings.session,
       limits: engineLimits(limits),
@@ -115,8 +116,10 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     const result = await invokeTool(tool, input, {
       ctx: { signal: state.controller.signal, callId: `${runId}:${state.record.id}`, runId, depth: settings.depth, ...(settings.taskId ? { taskId: settings.taskId } : {}) },
       hooks: env.hooks,
-      // The program, not the model, reads this result: the crossing limit bounds it, not the output budget.
+      // The program, not the model, reads this result: the crossing limit bounds it, not the output
+      // budget, and the model's text of a tool with an output is never built.
       outputBudget: Infinity,
+      audience: "program",
       development: env.development,
     });
     // A result flagged as an error rejects in the program, like a thrown one.

@@ -72,6 +72,7 @@ export class SandboxEngine {
   private readonly prelude = preludeSource();
   private readonly entry = compiledEntry("engine/worker");
   private closed = false;
+  private abortSeq = 0;
 
   constructor(private readonly options: EngineOptions) {
     this.maxWorkers = options.maxWorkers ?? 16;
@@ -115,7 +116,8 @@ export class SandboxEngine {
         const active = slot.active;
         if (!active || active.request !== request || active.finished) return;
         active.stopKind ??= "aborted";
-        Atomics.store(slot.abortView, 0, 1);
+        // The word names the run to stop, so no reset is needed and a late abort cannot hit the next run.
+        Atomics.store(slot.abortView, 0, request.abortSeq);
         this.send(slot, { type: "abort", runId: request.runId });
         this.armHardStop(slot, active, HARD_STOP_GRACE_MS);
       },
@@ -222,10 +224,7 @@ export class SandboxEngine {
     active.finished = true;
     clearTimeout(active.hardStop);
     if (slot.active === active) slot.active = undefined;
-    if (!slot.exited) {
-      slot.sessions.add(active.request.session);
-      Atomics.store(slot.abortView, 0, 0);
-    }
+    if (!slot.exited) slot.sessions.add(active.request.session);
     active.resolve(done);
     this.dispatch();
   }
@@ -239,10 +238,11 @@ export class SandboxEngine {
         kind === "aborted"
           ? "the run was aborted by the host (the program was stopped inside a long builtin)"
           : `the program ran past its ${active.request.limits.timeoutMs} ms deadline inside a long builtin and was stopped`;
-      this.finish(slot, active, hardStopped(active, kind, message));
+      // Retire the worker before finishing: finishing dispatches queued runs, never to this worker.
       this.slots.delete(slot);
       slot.exited = true;
       void slot.worker.terminate();
+      this.finish(slot, active, hardStopped(active, kind, message));
       this.refill();
     }, delayMs);
     active.hardStop.unref?.();
@@ -258,7 +258,7 @@ export class SandboxEngine {
       const active: ActiveRun = { request: next.request, callbacks: next.callbacks, resolve: next.resolve, finished: false };
       slot.active = active;
       next.slot = slot;
-      Atomics.store(slot.abortView, 0, 0);
+      active.request.abortSeq = ++this.abortSeq;
       // The clock starts when the program can start, not while it waited for a worker.
       const now = Date.now();
       active.request.deadline = now + active.request.limits.timeoutMs;

@@ -155,7 +155,7 @@ export class GuestRun {
 
   private shouldInterrupt(): boolean {
     if (this.stopReason) return true;
-    if (Atomics.load(this.abortFlag, 0) === 1) {
+    if (Atomics.load(this.abortFlag, 0) === this.request.abortSeq) {
       this.stopReason = "aborted";
       return true;
     }

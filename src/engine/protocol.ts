@@ -19,6 +19,8 @@ export interface RunLimits {
 export interface RunRequest {
   type: "run";
   runId: string;
+  /** This run's number on its worker's abort word: the host aborts a run by storing it there. */
+  abortSeq: number;
   code: string;
   /** Isolation key: runs with different keys never share a WASM instance. */
   session: string;

@@ -17,6 +17,12 @@ export interface InvokeOptions {
   development?: boolean;
   /** The caller fixed the view (e.g. a pipeline step): a hook that changes it is denied. */
   pinnedResultView?: ResultView;
+  /**
+   * Who reads the result. A program reads only `structuredContent` of a tool with an output, so
+   * for `"program"` the model text and details of such a tool are not built (they can cost as
+   * much as the call itself: the JSON of the whole record). Default `"model"`.
+   */
+  audience?: "model" | "program";
 }
 
 interface Checked {
@@ -49,6 +55,10 @@ function checkOptions(options: unknown): Required<Pick<InvokeOptions, "ctx" | "o
   const pinned = options.pinnedResultView;
   if (pinned !== undefined && pinned !== "compact" && pinned !== "full") {
     throw new TypeError(`${where}.pinnedResultView must be "compact" or "full", received ${JSON.stringify(pinned) ?? describeValue(pinned)}`);
+  }
+  const audience = options.audience;
+  if (audience !== undefined && audience !== "model" && audience !== "program") {
+    throw new TypeError(`${where}.audience must be "model" or "program", received ${JSON.stringify(audience) ?? describeValue(audience)}`);
   }
   return {
     ...(options as unknown as InvokeOptions),
@@ -145,6 +155,7 @@ export function buildChannels(
   overrides: Overrides,
   budget: number,
   development: boolean,
+  programOnly = false,
 ): ToolCallResult {
   const warnings: string[] = [];
   let structured: Record<string, unknown> | undefined;
@@ -163,6 +174,7 @@ export function buildChannels(
   } else if (impl.output) {
     structured = projectView(tool, impl.output, record);
   }
+  if (programOnly && structured !== undefined) return { content: [], structuredContent: structured };
 
   let text: string | undefined;
   if (overrides.modelOutput) {
@@ -282,7 +294,8 @@ export async function invokeTool(tool: Tool, input: unknown, options: InvokeOpti
     const overrides: Overrides = {};
     if (wrapped && wrapped.modelOutput !== undefined) overrides.modelOutput = { value: wrapped.modelOutput };
     if (wrapped && Object.hasOwn(wrapped, "details")) overrides.details = { value: wrapped.details };
-    let result = buildChannels(tool, impl, record, view, overrides, opts.outputBudget, opts.development);
+    const programOnly = opts.audience === "program";
+    let result = buildChannels(tool, impl, record, view, overrides, opts.outputBudget, opts.development, programOnly);
     if (hooks?.postCall) {
       let decision: unknown;
       try {
@@ -311,7 +324,7 @@ export async function invokeTool(tool: Tool, input: unknown, options: InvokeOpti
           if (overrides.details) next.details = overrides.details;
         }
         if (decision.modelOutput !== undefined) next.modelOutput = { value: decision.modelOutput };
-        result = buildChannels(tool, impl, record, view, next, opts.outputBudget, opts.development);
+        result = buildChannels(tool, impl, record, view, next, opts.outputBudget, opts.development, programOnly);
       }
     }
     return result;

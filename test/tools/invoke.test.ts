@@ -716,3 +716,29 @@ describe("invokeTool argument checks", () => {
     );
   });
 });
+
+describe("audience: program", () => {
+  it("builds only structuredContent for a tool with an output, and still the text for a text tool", async () => {
+    let modelOutputCalls = 0;
+    const withOutput = defineTool({
+      name: "measure",
+      description: "d",
+      input: z.object({}),
+      output: z.object({ n: z.number() }),
+      execute: async () => ({ n: 1, secret: "host only" }),
+      toModelOutput: () => {
+        modelOutputCalls++;
+        return "n is 1";
+      },
+    });
+    const textTool = defineTool({ name: "say", description: "d", input: z.object({}), execute: async () => "hello" });
+    const ctx = { signal: new AbortController().signal, callId: "c", runId: "r", depth: 0 };
+    const forProgram = await invokeTool(withOutput, {}, { ctx, audience: "program" });
+    expect(forProgram).toStrictEqual({ content: [], structuredContent: { n: 1 } });
+    expect(modelOutputCalls).toBe(0);
+    const forModel = await invokeTool(withOutput, {}, { ctx });
+    expect(forModel.content).toStrictEqual([{ type: "text", text: "n is 1" }]);
+    expect((await invokeTool(textTool, {}, { ctx, audience: "program" })).content).toStrictEqual([{ type: "text", text: "hello" }]);
+    await expect(invokeTool(textTool, {}, { ctx, audience: "robot" as never })).rejects.toThrow('invokeTool: options.audience must be "model" or "program", received "robot"');
+  });
+});
