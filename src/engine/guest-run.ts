@@ -6,6 +6,7 @@
 // waits for the next host event — a tool result, a timer, an abort or the deadline.
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
 import type { WasmInstance } from "./wasm-instance.js";
+import { newGuestString } from "./fast-string.js";
 import { closestNames } from "../tools/identifiers.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, GuestError, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
 
@@ -72,7 +73,7 @@ export class GuestRun {
     const deferred = this.inflight.get(message.callId);
     if (!deferred) return;
     this.inflight.delete(message.callId);
-    const value = message.ok ? this.context.newString(message.json) : this.newGuestError(JSON.parse(message.json));
+    const value = message.ok ? newGuestString(this.context, message.json) : this.newGuestError(JSON.parse(message.json));
     if (message.ok) deferred.resolve(value);
     else deferred.reject(value);
     value.dispose();

@@ -6,7 +6,7 @@ const TIMEOUT = 1000;
 const GiB = 1024 * 1024 * 1024;
 
 const echo = { name: "echo", description: "Answers with its input's size", execute: async (input: { s?: string }) => String(input.s?.length ?? 0) };
-const big = { name: "big", description: "Answers with n characters", execute: async (input: { n: number }) => "z".repeat(input.n) };
+const big = { name: "big", description: "Answers with n characters", execute: async (input: { n: number; unit?: string }) => (input.unit ?? "z").repeat(input.n) };
 
 let cm: Codemode;
 beforeAll(async () => {
@@ -125,6 +125,13 @@ describe("calls and crossings", () => {
   it("moves a 1 MB result into the guest", async () => {
     const result = await cm.run(`const s = await tools.big({ n: 1024 * 1024 }); return s.length`);
     expect(result.structuredContent.value).toBe(1024 * 1024);
+  });
+
+  it("moves a large result of multi-byte characters into the guest intact", async () => {
+    const result = await cm.run(`const s = await tools.big({ n: 100000, unit: "é😀\\u0000x" }); return [s.length, s.slice(0, 5), s.slice(-5), s.indexOf("\\u0000")]`);
+    expect(result.structuredContent.value).toStrictEqual([500000, "é😀\u0000x", "é😀\u0000x", 3]);
+    const plain = await cm.run(`const s = await tools.big({ n: 200000, unit: "ж😀" }); return [s.length, s.slice(0, 3), s.slice(-3)]`);
+    expect(plain.structuredContent.value).toStrictEqual([600000, "ж😀", "ж😀"]);
   });
 });
 
