@@ -180,6 +180,8 @@ export const tools = [
           }) as Record<string, unknown>;
         case "weird":
           return { nan: NaN, inf: -Infinity, neg0: -0, date: new Date(0), undef: undefined, fn: () => 1, nul: "a\u0000b", lone: "\ud800" } as Record<string, unknown>;
+        case "large-odd":
+          return { s: "\ud800x".repeat(10_000) + "\u0000" + "é\u{1F600}".repeat(10_000) + "\udc00" };
         case "hooks":
           return { toJSON: "data", valueOf: 1, toString: null, constructor: { name: "Evil" }, then: [1], __defineGetter__: "x" };
         case "wide":

@@ -365,6 +365,12 @@ return [typeof ({}).polluted, typeof ({}).isAdmin, typeof [].polluted, Object.ge
     },
   },
   {
+    name: "a large result with lone surrogates, a NUL and astral characters arrives exactly",
+    category: "values-out",
+    code: `const { s } = await tools.evil({ kind: "large-odd" }); return [s.length, s.charCodeAt(0), s.charCodeAt(20000), s.codePointAt(20002), s.charCodeAt(s.length - 1), s === "\\ud800x".repeat(10000) + "\\u0000" + "é\\u{1F600}".repeat(10000) + "\\udc00"]`,
+    expect: { status: "ok", value: [50002, 0xd800, 0, 0x1f600, 0xdc00, true] },
+  },
+  {
     name: "a result with 100,000 keys",
     category: "values-out",
     code: `const r = await tools.evil({ kind: "wide" }); return [Object.keys(r).length, r.k99999]`,
