@@ -20,6 +20,9 @@
   const TypeErr = TypeError, RangeErr = RangeError, P = Proxy;
   const timers = new Map(), mapHas = Map.prototype.has, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete;
   const global = (name, value) => define(g, name, { value, writable: false, enumerable: false, configurable: false });
+  // QuickJS reports stack overflow as an InternalError; make it the RangeError programs (and the
+  // contract) expect to catch, as every other engine throws.
+  if (typeof InternalError === "function") Object.setPrototypeOf(InternalError.prototype, RangeErr.prototype);
 
   // Strings as is, everything else as JSON: what a model reads is what it would log.
   function render(value) {

@@ -54,7 +54,10 @@ function cutLine(text: string): string {
 
 export async function listFiles(request: ListRequest): Promise<ListResult> {
   const { root, pattern, limit, includeHidden } = request;
-  const found = (await glob(pattern, { cwd: root, dot: includeHidden, onlyFiles: true, followSymbolicLinks: false, ignore: IGNORED })).sort();
+  // A pattern can name a path through a symlinked directory; what lies outside the root is not listed.
+  const found = (await glob(pattern, { cwd: root, dot: includeHidden, onlyFiles: true, followSymbolicLinks: false, ignore: IGNORED }))
+    .filter((file) => isInside(root, join(root, file)))
+    .sort();
   const files = found.slice(0, limit);
   return {
     files,

@@ -78,8 +78,8 @@ describe("memory and stack", () => {
   });
 
   it("turns deep recursion into a catchable RangeError, then a stack failure", async () => {
-    const caught = await cm.run(`function f(n) { return f(n + 1) + 1 } try { f(0) } catch (e) { return e.name + ": " + e.message }`);
-    expect(caught.structuredContent.value).toBe("InternalError: stack overflow");
+    const caught = await cm.run(`function f(n) { return f(n + 1) + 1 } try { f(0) } catch (e) { return [e.name + ": " + e.message, e instanceof RangeError] }`);
+    expect(caught.structuredContent.value).toStrictEqual(["InternalError: stack overflow", true]);
     const result = await cm.run(`function f(n) { return n >= 1e6 ? n : f(n + 1) } f(0)`);
     expectFailure(result, "stack");
     expect(result.structuredContent.error).toMatchObject({ line: 1 });

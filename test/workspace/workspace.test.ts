@@ -106,6 +106,9 @@ describe("workspaceTools", () => {
     expect([sc.files, sc.entries.map((e) => [e.path, e.bytes])]).toStrictEqual([["src/a.ts"], [["src/a.ts", 42]]]);
     const hidden = await call(tool(ro, "list_files"), { pattern: "*", include_hidden: true });
     expect((hidden.structuredContent as { files: string[] }).files).toContain(".hidden");
+    // A pattern through a symlinked directory names nothing outside the root.
+    const through = await call(tool(ro, "list_files"), { pattern: "rootlink/*" });
+    expect(through.structuredContent).toStrictEqual({ files: [], count: 0, truncated: false });
   });
 
   it("searches with a regex and returns structured rows, never reading outside the root", async () => {
