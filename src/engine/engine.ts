@@ -4,9 +4,9 @@
 // harder deadline: a worker that has not answered shortly after the deadline is stuck in a
 // builtin that never polls the interrupt handler, and is terminated. A terminated or crashed
 // worker takes its WASM instances with it; a replacement is started at once.
-import { Worker } from "node:worker_threads";
+import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
-import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
+import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
 
 /** How long past the deadline (or an abort) a worker may take to answer before it is terminated. */
 const HARD_STOP_GRACE_MS = 400;
@@ -46,6 +46,8 @@ interface ActiveRun {
 
 interface Slot {
   worker: Worker;
+  /** Tool results go here, so a waiting run can take them without an event-loop turn. */
+  settlePort: MessagePort;
   abortView: Int32Array;
   ready: Promise<void>;
   isReady: boolean;
@@ -103,7 +105,7 @@ export class SandboxEngine {
       settle: (callId, ok, json) => {
         const slot = waiting.slot;
         if (!slot || slot.active?.request !== request || slot.active.finished) return;
-        this.send(slot, { type: "settle", runId: request.runId, callId, ok, json });
+        if (!slot.exited) slot.settlePort.postMessage({ type: "settle", runId: request.runId, callId, ok, json } satisfies SettleMessage);
       },
       abort: () => {
         const slot = waiting.slot;
@@ -142,8 +144,11 @@ export class SandboxEngine {
 
   private spawn(): Slot {
     const abortBuffer = new SharedArrayBuffer(4);
+    const settles = new MessageChannel();
+    settles.port1.unref();
     const worker = new Worker(this.entry, {
-      workerData: { prelude: this.prelude, abortBuffer, maxInstances: 4, defaultMemoryBytes: this.options.defaultMemoryBytes },
+      workerData: { prelude: this.prelude, abortBuffer, maxInstances: 4, defaultMemoryBytes: this.options.defaultMemoryBytes, settlePort: settles.port2 },
+      transferList: [settles.port2],
       // A large native stack lets QuickJS's own stack limit trip first, as a catchable RangeError.
       resourceLimits: { stackSizeMb: 32, maxOldGenerationSizeMb: 512 },
       stdout: false,
@@ -153,6 +158,7 @@ export class SandboxEngine {
     let markReady!: () => void;
     const slot: Slot = {
       worker,
+      settlePort: settles.port1,
       abortView: new Int32Array(abortBuffer),
       ready: new Promise<void>((r) => (markReady = r)),
       isReady: false,

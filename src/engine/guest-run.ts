@@ -18,6 +18,8 @@ const PRELUDE_FILE = "codemode-prelude.js";
 /** Output is handed to the host in batches so a flood of tiny `text()` calls is not a flood of messages. */
 const FLUSH_BYTES = 256 * 1024;
 const CONSOLE_LINES = 500;
+/** How long a run waiting on tool calls polls for their results before sleeping on the event loop. */
+const SETTLE_SPIN_MS = 0.2;
 const CONSOLE_LINE_CHARS = 2_000;
 
 type StopReason = "timeout" | "aborted" | "call_limit" | "deadlock";
@@ -58,6 +60,8 @@ export class GuestRun {
     private readonly prelude: string,
     private readonly abortFlag: Int32Array,
     private readonly post: (message: WorkerToHost) => void,
+    /** Takes tool results already queued for this worker; true if it settled any. */
+    private readonly pollSettles: () => boolean = () => false,
   ) {
     this.store = new Map(Object.entries(request.store));
     for (const [key, json] of this.store) this.storeBytes += key.length + json.length;
@@ -257,6 +261,9 @@ export class GuestRun {
           return { ok: false, error: this.stopError() };
         }
         this.flush();
+        // A fast tool answers within microseconds; waking through the event loop costs more than
+        // the call. So wait briefly in place for the answer before yielding to the event loop.
+        if (this.inflight.size > 0 && this.spinForSettle()) continue;
         await new Promise<void>((resolve) => {
           this.wake = resolve;
         });
@@ -265,6 +272,14 @@ export class GuestRun {
     } finally {
       clearTimeout(this.deadlineTimer);
     }
+  }
+
+  private spinForSettle(): boolean {
+    const until = performance.now() + SETTLE_SPIN_MS;
+    do {
+      if (this.pollSettles()) return true;
+    } while (performance.now() < until && !this.stopReason);
+    return false;
   }
 
   private readValue(serialise: QuickJSHandle, describe: QuickJSHandle, valueHandle: QuickJSHandle): Pick<DoneMessage, "ok" | "valueJson" | "error"> {

@@ -4,10 +4,10 @@
 // It keeps QuickJS instances warm between runs: one per isolation key (session), never shared
 // across keys, plus a fresh spare so a new session does not wait for instantiation. An instance
 // that trapped is dropped.
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from "node:worker_threads";
 import { GuestRun } from "./guest-run.js";
 import { newWasmInstance, pagesFor, type WasmInstance } from "./wasm-instance.js";
-import type { HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
+import type { HostToWorker, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
 
 interface WorkerConfig {
   prelude: string;
@@ -15,6 +15,8 @@ interface WorkerConfig {
   /** Instances kept per worker; the least recently used is dropped past this. */
   maxInstances: number;
   defaultMemoryBytes: number;
+  /** Tool results arrive here, apart from run and abort messages, so a waiting run can poll for them. */
+  settlePort: MessagePort;
 }
 
 const config = workerData as WorkerConfig;
@@ -80,7 +82,7 @@ async function run(request: RunRequest): Promise<void> {
     });
     return;
   }
-  const guest = new GuestRun(instance, request, config.prelude, abortFlag, post);
+  const guest = new GuestRun(instance, request, config.prelude, abortFlag, post, pollSettles);
   current = guest;
   const done = await guest.execute();
   current = undefined;
@@ -94,13 +96,29 @@ async function run(request: RunRequest): Promise<void> {
   if (!spare) setImmediate(() => prepareSpare(pagesFor(config.defaultMemoryBytes)));
 }
 
+function onSettle(message: SettleMessage): void {
+  if (current?.runId === message.runId) current.settle(message);
+}
+
+/** Take the tool results already queued, without waiting for the event loop; true if there were any. */
+function pollSettles(): boolean {
+  let received = false;
+  for (let next = receiveMessageOnPort(config.settlePort); next; next = receiveMessageOnPort(config.settlePort)) {
+    onSettle(next.message as SettleMessage);
+    received = true;
+  }
+  return received;
+}
+
+config.settlePort.on("message", onSettle);
+
 port.on("message", (message: HostToWorker) => {
   switch (message.type) {
     case "run":
       void run(message);
       break;
     case "settle":
-      if (current?.runId === message.runId) current.settle(message);
+      onSettle(message);
       break;
     case "abort":
       if (current?.runId === message.runId) current.abort();
