@@ -21,7 +21,8 @@ import {
 } from "../tools/index.js";
 import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type AgentInput } from "../tasks/index.js";
 import { childToolProvider, codemodeScriptRunner, ptcTools } from "../ptc/index.js";
-import { checkLimits, describe, mergeLimits, type Limits } from "./limits.js";
+import { checkLimits, mergeLimits, type Limits } from "./limits.js";
+import { describeReceived as describe } from "../text.js";
 import { executeRun } from "./run.js";
 import { SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";

@@ -1,5 +1,6 @@
 // The limits of SPEC §5: defaults, validation of what a host passes, and merging per run.
 import type { RunLimits } from "../engine/protocol.js";
+import { describeReceived as describe } from "../text.js";
 
 export interface Limits {
   /** Wall-clock deadline of a run (default 30 s, at most 600 s). */
@@ -90,12 +91,4 @@ export function engineLimits(limits: Limits): RunLimits {
     storeSessionBytes: limits.storeSessionBytes,
     maxTimers: limits.maxTimers,
   };
-}
-
-export function describe(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)}`;
-  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return `${typeof value} ${String(value)}`;
-  return typeof value === "object" ? "an object" : typeof value;
 }

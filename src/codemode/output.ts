@@ -5,6 +5,7 @@
 // kept for the model, joined by a marker that says how much was cut and where the rest is.
 import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { takeHead, takeTail } from "../text.js";
 
 export interface RenderedOutput {
   text: string;
@@ -123,32 +124,4 @@ export class OutputCollector {
     const cut = this.bytes - Buffer.byteLength(head) - Buffer.byteLength(tail);
     return { text: head + markerFor(cut) + tail, truncated: true, totalBytes: this.bytes, fullOutputPath: this.spillPath };
   }
-}
-
-/** The longest prefix of `text` that is at most `bytes` UTF-8 bytes, never splitting a character. */
-export function takeHead(text: string, bytes: number): string {
-  if (bytes <= 0) return "";
-  if (Buffer.byteLength(text) <= bytes) return text;
-  let slice = text.slice(0, bytes);
-  while (Buffer.byteLength(slice) > bytes) slice = slice.slice(0, slice.length - Math.max(1, Math.ceil((Buffer.byteLength(slice) - bytes) / 3)));
-  return dropLoneSurrogate(slice, "end");
-}
-
-/** The longest suffix of `text` that is at most `bytes` UTF-8 bytes, never splitting a character. */
-export function takeTail(text: string, bytes: number): string {
-  if (bytes <= 0) return "";
-  if (Buffer.byteLength(text) <= bytes) return text;
-  let slice = text.slice(Math.max(0, text.length - bytes));
-  while (Buffer.byteLength(slice) > bytes) slice = slice.slice(Math.max(1, Math.ceil((Buffer.byteLength(slice) - bytes) / 3)));
-  return dropLoneSurrogate(slice, "start");
-}
-
-function dropLoneSurrogate(text: string, side: "start" | "end"): string {
-  if (text.length === 0) return text;
-  if (side === "end") {
-    const last = text.charCodeAt(text.length - 1);
-    return last >= 0xd800 && last <= 0xdbff ? text.slice(0, -1) : text;
-  }
-  const first = text.charCodeAt(0);
-  return first >= 0xdc00 && first <= 0xdfff ? text.slice(1) : text;
 }

@@ -6,6 +6,7 @@ import type { SandboxEngine } from "../engine/engine.js";
 import type { ConsoleLine, DoneMessage, GuestError } from "../engine/protocol.js";
 import { guestError, guestValue, invokeTool, ToolError, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
 import { engineLimits, type Limits } from "./limits.js";
+import { formatBytes } from "../text.js";
 import { OutputCollector } from "./output.js";
 import { buildRunResult, type CallRecord, type RunResult } from "./run-result.js";
 import { jsonDepth, MAX_VALUE_DEPTH, parseGuestJson } from "./guest-json.js";
@@ -128,7 +129,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     if (bytes > limits.maxCrossingBytes) {
       throw new ToolError(
         "crossing_limit",
-        `tools.${state.record.tool}() returned ${formatMiB(bytes)} of JSON; one value crossing the sandbox wall is limited to ${formatMiB(limits.maxCrossingBytes)}`,
+        `tools.${state.record.tool}() returned ${formatBytes(bytes)} of JSON; one value crossing the sandbox wall is limited to ${formatBytes(limits.maxCrossingBytes)}`,
       );
     }
     return json;
@@ -231,8 +232,4 @@ function preview(json: string): string {
 
 function round(ms: number): number {
   return Math.round(ms * 100) / 100;
-}
-
-function formatMiB(bytes: number): string {
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }

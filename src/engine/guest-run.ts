@@ -7,6 +7,7 @@
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
 import type { WasmInstance } from "./wasm-instance.js";
 import { newGuestString } from "./fast-string.js";
+import { formatBytes } from "../text.js";
 import { closestNames } from "../tools/identifiers.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, GuestError, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
 
@@ -632,10 +633,4 @@ function userPosition(stack: string | undefined): { line: number; column: number
 function describeHostError(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return String(error);
-}
-
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} bytes`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }

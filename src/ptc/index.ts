@@ -1,3 +1,4 @@
+import { takeTail } from "../text.js";
 import { z } from "zod";
 import { defineTool, ToolError, type Tool, type ToolContext } from "../tools/index.js";
 import { TaskError, TaskHost, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type TaskRecord } from "../tasks/index.js";
@@ -23,8 +24,8 @@ const OUTPUT_TEXT_BYTES = 32 * 1024;
 
 /** The last `bytes` of `text`, never starting mid-character, marked with "…" when cut. */
 function tailOf(text: string, bytes: number): string {
-  const buffer = Buffer.from(text, "utf8");
-  return buffer.length > bytes ? `…${buffer.subarray(buffer.length - bytes).toString("utf8").replace(/^\uFFFD+/, "")}` : text;
+  const tail = takeTail(text, bytes);
+  return tail === text ? text : `…${tail}`;
 }
 
 /** Task failures keep their code (task_not_found, task_depth_exceeded…) for programs to branch on. */

@@ -1,3 +1,5 @@
+import { describeReceived } from "../text.js";
+
 /**
  * Every task failure carries a stable `code` so tools and programs can branch on it, and a message
  * that tells the caller what to do next (the model reading it is expected to act on it).
@@ -33,13 +35,6 @@ export class TaskError extends Error {
 }
 
 export function invalidArgument(field: string, expected: string, got: unknown): TaskError {
-  return new TaskError("invalid_argument", `"${field}" must be ${expected}, got ${describe(got)}`);
+  return new TaskError("invalid_argument", `"${field}" must be ${expected}, got ${describeReceived(got)}`);
 }
 
-function describe(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)}`;
-  if (typeof value === "number") return `the number ${value}`;
-  return typeof value;
-}

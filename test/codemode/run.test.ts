@@ -276,8 +276,8 @@ describe("hooks apply to a program's calls", () => {
 
 describe("API misuse rejects; script outcomes resolve", () => {
   it("rejects bad options naming the field", async () => {
-    await expect(cm.run(123 as unknown as string)).rejects.toThrow("code must be a string of JavaScript, got number 123");
-    await expect(cm.run("1", { timeoutMs: 0 })).rejects.toThrow("options.timeoutMs must be an integer from 1 to 600000, got number 0");
+    await expect(cm.run(123 as unknown as string)).rejects.toThrow("code must be a string of JavaScript, got the number 123");
+    await expect(cm.run("1", { timeoutMs: 0 })).rejects.toThrow("options.timeoutMs must be an integer from 1 to 600000, got the number 0");
     await expect(cm.run("1", { timeoutMs: 700_000 })).rejects.toThrow(RangeError);
     await expect(cm.run("1", { session: "" })).rejects.toThrow(/options\.session must be/);
     await expect(cm.run("1", { bogus: 1 } as never)).rejects.toThrow("options.bogus is not a run option");
@@ -285,9 +285,9 @@ describe("API misuse rejects; script outcomes resolve", () => {
     await expect(createCodemode({ limits: { nope: 1 } } as never)).rejects.toThrow("options.limits.nope is not a limit");
     await expect(createCodemode({ tools: [{ name: "x" }] })).rejects.toThrow(/options\.tools\[0\]/);
     await expect(createCodemode({ hooks: { beforeCall: () => undefined } } as never)).rejects.toThrow("options.hooks.beforeCall is not a hook; known hooks: preCall, postCall, postError");
-    await expect(createCodemode({ hooks: { preCall: 1 } } as never)).rejects.toThrow("options.hooks.preCall must be a function, got number 1");
+    await expect(createCodemode({ hooks: { preCall: 1 } } as never)).rejects.toThrow("options.hooks.preCall must be a function, got the number 1");
     await expect(createCodemode({ development: "yes" } as never)).rejects.toThrow('options.development must be a boolean, got the string "yes"');
-    await expect(createCodemode({ workers: { max: 0 } })).rejects.toThrow("options.workers.max must be an integer from 1 to 256, got number 0");
+    await expect(createCodemode({ workers: { max: 0 } })).rejects.toThrow("options.workers.max must be an integer from 1 to 256, got the number 0");
   });
 
   it("rejects runs on a closed instance", async () => {

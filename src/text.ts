@@ -1,0 +1,46 @@
+// Small text helpers shared across the host side: how sizes and received values are named in
+// error messages, and cutting UTF-8 text to a byte budget without splitting a character.
+
+/** "812 bytes", "3.0 KiB", "8.0 MiB". */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** How an error message names a value it did not expect: `the string "x"`, `the number 0`, `an array`. */
+export function describeReceived(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)}`;
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return `the ${typeof value} ${String(value)}`;
+  return typeof value === "object" ? "an object" : typeof value;
+}
+
+/** The longest prefix of `text` that is at most `bytes` UTF-8 bytes, never splitting a character. */
+export function takeHead(text: string, bytes: number): string {
+  if (bytes <= 0) return "";
+  if (Buffer.byteLength(text) <= bytes) return text;
+  let slice = text.slice(0, bytes);
+  while (Buffer.byteLength(slice) > bytes) slice = slice.slice(0, slice.length - Math.max(1, Math.ceil((Buffer.byteLength(slice) - bytes) / 3)));
+  return dropLoneSurrogate(slice, "end");
+}
+
+/** The longest suffix of `text` that is at most `bytes` UTF-8 bytes, never splitting a character. */
+export function takeTail(text: string, bytes: number): string {
+  if (bytes <= 0) return "";
+  if (Buffer.byteLength(text) <= bytes) return text;
+  let slice = text.slice(Math.max(0, text.length - bytes));
+  while (Buffer.byteLength(slice) > bytes) slice = slice.slice(Math.max(1, Math.ceil((Buffer.byteLength(slice) - bytes) / 3)));
+  return dropLoneSurrogate(slice, "start");
+}
+
+function dropLoneSurrogate(text: string, side: "start" | "end"): string {
+  if (text.length === 0) return text;
+  if (side === "end") {
+    const last = text.charCodeAt(text.length - 1);
+    return last >= 0xd800 && last <= 0xdbff ? text.slice(0, -1) : text;
+  }
+  const first = text.charCodeAt(0);
+  return first >= 0xdc00 && first <= 0xdfff ? text.slice(1) : text;
+}
