@@ -405,10 +405,15 @@ export class TaskHost {
   }
 
   private start(live: Live): void {
+    try {
+      this.transition(live, "running", (r) => {
+        r.startedAt = Date.now();
+      });
+    } catch (err) {
+      this.abandon(live, err);
+      return;
+    }
     this.runningCount++;
-    this.transition(live, "running", (r) => {
-      r.startedAt = Date.now();
-    });
     const driver = this.drivers[live.agent.driver];
     const emit = (event: DriverEvent): void => this.onEvent(live, event);
     let run: Promise<DriverResult>;
@@ -429,6 +434,19 @@ export class TaskHost {
       (result) => this.finish(live, result),
       (err: unknown) => this.finish(live, { exitCode: 1, error: errorMessage(err) }),
     );
+  }
+
+  /**
+   * The store refused a transition (disk full, database busy, another host took the record): the
+   * task can no longer be recorded, but its caller must not wait forever. It is settled with the
+   * record as last written and the reason, and forgotten by this host.
+   */
+  private abandon(live: Live, err: unknown): void {
+    live.finished = true;
+    this.live.delete(live.record.id);
+    const queued = this.queue.indexOf(live.record.id);
+    if (queued >= 0) this.queue.splice(queued, 1);
+    live.settle({ ...live.record, errorMessage: `this host could not record the task's progress (${errorMessage(err)}); read it with ptc_task_output` });
   }
 
   private onEvent(live: Live, event: DriverEvent): void {
@@ -482,22 +500,28 @@ export class TaskHost {
       status = "succeeded";
     }
 
-    const channelReport = this.reportFor(live, outputBytes);
-    this.transition(live, status, (r) => {
-      r.endedAt = Date.now();
-      r.outputBytes = outputBytes;
-      r.usage = usage;
-      r.reportChannel = channelReport.channel;
-      if (wasRunning && result.exitCode >= 0) r.exitCode = result.exitCode;
-      if (error !== undefined) r.errorMessage = error;
-      if (status === "canceled" && live.stopReason !== undefined) r.stopReason = live.stopReason;
-      if (status === "succeeded" && channelReport.report) r.report = { ...channelReport.report, usage: { ...usage } };
-    });
-    this.live.delete(id);
-    live.settle({ ...live.record });
-    if (wasRunning) {
-      this.runningCount--;
-      this.pump();
+    // Whatever happens to the final write, the slot is freed and the caller is answered.
+    try {
+      const channelReport = this.reportFor(live, outputBytes);
+      this.transition(live, status, (r) => {
+        r.endedAt = Date.now();
+        r.outputBytes = outputBytes;
+        r.usage = usage;
+        r.reportChannel = channelReport.channel;
+        if (wasRunning && result.exitCode >= 0) r.exitCode = result.exitCode;
+        if (error !== undefined) r.errorMessage = error;
+        if (status === "canceled" && live.stopReason !== undefined) r.stopReason = live.stopReason;
+        if (status === "succeeded" && channelReport.report) r.report = { ...channelReport.report, usage: { ...usage } };
+      });
+      this.live.delete(id);
+      live.settle({ ...live.record });
+    } catch (err) {
+      this.abandon(live, err);
+    } finally {
+      if (wasRunning) {
+        this.runningCount--;
+        this.pump();
+      }
     }
   }
 

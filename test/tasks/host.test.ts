@@ -1,5 +1,5 @@
 import { describe, it, expect, afterEach } from "vitest";
-import { AgentRegistry, TaskHost, TaskError, memoryTaskStore, type AgentInput, type TaskRecord } from "../../src/tasks/index.js";
+import { AgentRegistry, MemoryTaskStore, TaskHost, TaskError, memoryTaskStore, type AgentInput, type TaskRecord } from "../../src/tasks/index.js";
 
 function deferred<T = void>() {
   let resolve!: (v: T) => void;
@@ -186,6 +186,39 @@ describe("TaskHost with the function driver", () => {
       gates.shift()?.();
     }
     await host.close();
+  });
+
+  it("answers the caller and frees the slot when the store refuses a task's final write", async () => {
+    class FlakyStore extends MemoryTaskStore {
+      override replace(record: TaskRecord, expect: Parameters<MemoryTaskStore["replace"]>[1]): boolean {
+        // Simulates SQLITE_BUSY past busy_timeout, or a full disk, on the terminal write.
+        if (record.status === "succeeded" && record.task === "a") throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
+        return super.replace(record, expect);
+      }
+    }
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on("unhandledRejection", onRejection);
+    try {
+      const host = new TaskHost({
+        store: new FlakyStore(),
+        agents: new AgentRegistry({ dirs: [], agents: [{ name: "fn", description: "d", driver: "function", run: async () => "done" }] }),
+        maxRunning: 1,
+      });
+      hosts.push(host);
+      const foreground = host.spawn({ agent: "fn", task: "a" }).then(
+        () => "resolved",
+        (e: TaskError) => e.message,
+      );
+      const queued = await host.spawn({ agent: "fn", task: "b", background: true });
+      expect(await foreground).toMatch(/could not record the task's progress \(database is locked\)/);
+      expect((await host.wait(queued.id)).status).toBe("succeeded");
+      expect([host.running, host.queued]).toStrictEqual([0, 0]);
+      await new Promise((r) => setImmediate(r));
+      expect(rejections).toStrictEqual([]);
+    } finally {
+      process.off("unhandledRejection", onRejection);
+    }
   });
 
   it("holds top-level foreground spawns to the cap too; a task's own foreground child starts at once", async () => {
