@@ -8,6 +8,10 @@ import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
 
+/** Workers that may die before becoming ready, in a row, before queued runs are failed instead of retried. */
+const START_ATTEMPTS = 3;
+/** Sessions a worker is remembered to have warm (it keeps at most a few instances itself). */
+const AFFINITY_SESSIONS = 8;
 /** How long past the deadline (or an abort) a worker may take to answer before it is terminated. */
 const HARD_STOP_GRACE_MS = 400;
 
@@ -20,6 +24,8 @@ export interface EngineOptions {
   idleMs?: number;
   /** Memory limit the warm spare instances are sized for. */
   defaultMemoryBytes: number;
+  /** V8 heap of each worker thread, in MiB (its own JavaScript, not the guest's memory; default 512). */
+  workerHeapMb?: number;
 }
 
 export interface RunCallbacks {
@@ -74,6 +80,8 @@ export class SandboxEngine {
   private readonly prelude = preludeSource();
   private readonly entry = compiledEntry("engine/worker");
   private closed = false;
+  /** Workers that exited before they were ready, in a row. */
+  private startFailures = 0;
   private abortSeq = 0;
 
   constructor(private readonly options: EngineOptions) {
@@ -150,7 +158,7 @@ export class SandboxEngine {
       workerData: { prelude: this.prelude, abortBuffer, maxInstances: 4, defaultMemoryBytes: this.options.defaultMemoryBytes, settlePort: settles.port2 },
       transferList: [settles.port2],
       // A large native stack lets QuickJS's own stack limit trip first, as a catchable RangeError.
-      resourceLimits: { stackSizeMb: 32, maxOldGenerationSizeMb: 512 },
+      resourceLimits: { stackSizeMb: 32, maxOldGenerationSizeMb: this.options.workerHeapMb ?? 512 },
       stdout: false,
       stderr: false,
     });
@@ -168,6 +176,7 @@ export class SandboxEngine {
     worker.on("message", (message: WorkerToHost) => {
       if (message.type === "ready") {
         slot.isReady = true;
+        this.startFailures = 0;
         markReady();
         this.dispatch();
         return;
@@ -197,7 +206,6 @@ export class SandboxEngine {
         active.callbacks.onStore(message.key, message.json);
         break;
       case "done":
-        if (message.instanceDiscarded) slot.sessions.delete(active.request.session);
         // A stop the host asked for wins over whatever the guest was doing when it noticed.
         if (active.stopKind === "aborted" && message.error && message.error.kind !== "aborted") {
           message.error = { kind: "aborted", message: "the run was aborted by the host" };
@@ -214,6 +222,7 @@ export class SandboxEngine {
     slot.exited = true;
     clearTimeout(slot.idleTimer);
     const active = slot.active;
+    if (!slot.isReady) this.startFailures++;
     if (active && !active.finished) {
       const outOfMemory = (error as { code?: string } | undefined)?.code === "ERR_WORKER_OUT_OF_MEMORY";
       this.finish(
@@ -222,7 +231,15 @@ export class SandboxEngine {
         hardStopped(active, outOfMemory ? "memory" : "sandbox", outOfMemory ? "the sandbox worker ran out of memory" : `the sandbox worker exited unexpectedly${error ? `: ${error.message}` : ""}`),
       );
     }
-    if (!this.closed) this.refill();
+    if (this.closed) return;
+    if (this.startFailures >= START_ATTEMPTS) {
+      // Workers die before they can take a run: waiting would be forever, so say why instead.
+      const reason = `the sandbox worker could not start (${START_ATTEMPTS} attempts${error ? `; last: ${error.message}` : ""})`;
+      for (const waiting of this.queue.splice(0)) waiting.resolve(stoppedBeforeStart(waiting.request.runId, "sandbox", reason));
+      this.startFailures = 0;
+      return;
+    }
+    this.refill();
   }
 
   private finish(slot: Slot, active: ActiveRun, done: DoneMessage): void {
@@ -230,7 +247,12 @@ export class SandboxEngine {
     active.finished = true;
     clearTimeout(active.hardStop);
     if (slot.active === active) slot.active = undefined;
-    if (!slot.exited) slot.sessions.add(active.request.session);
+    if (!slot.exited) {
+      // Affinity only: the worker keeps a few instances and drops the oldest, so the set is bounded too.
+      slot.sessions.delete(active.request.session);
+      if (!done.instanceDiscarded) slot.sessions.add(active.request.session);
+      if (slot.sessions.size > AFFINITY_SESSIONS) slot.sessions.delete(slot.sessions.values().next().value as string);
+    }
     active.resolve(done);
     this.dispatch();
   }
@@ -261,6 +283,7 @@ export class SandboxEngine {
       if (!slot) return;
       this.queue.shift();
       clearTimeout(slot.idleTimer);
+      slot.idleTimer = undefined;
       const active: ActiveRun = { request: next.request, callbacks: next.callbacks, resolve: next.resolve, finished: false };
       slot.active = active;
       next.slot = slot;
@@ -305,7 +328,8 @@ export class SandboxEngine {
       idle++;
       if (idle > this.minWorkers && !slot.idleTimer) {
         slot.idleTimer = setTimeout(() => {
-          if (slot.active || slot.exited) return;
+          slot.idleTimer = undefined;
+          if (slot.active || slot.exited || this.slots.size <= this.minWorkers) return;
           this.slots.delete(slot);
           slot.exited = true;
           void slot.worker.terminate();

@@ -1,0 +1,52 @@
+// The worker pool itself: idle workers retire, workers that cannot start fail runs with a reason
+// instead of leaving them queued forever.
+import { afterEach, describe, expect, it } from "vitest";
+import { SandboxEngine, type RunCallbacks } from "../../src/engine/engine.js";
+import type { RunRequest } from "../../src/engine/protocol.js";
+
+const engines: SandboxEngine[] = [];
+afterEach(async () => {
+  for (const engine of engines.splice(0)) await engine.close();
+});
+
+let next = 0;
+function request(code: string): RunRequest {
+  return {
+    type: "run",
+    runId: `r${++next}`,
+    abortSeq: 0,
+    code,
+    session: "s",
+    limits: { timeoutMs: 5000, memoryBytes: 64 * 1024 * 1024, stackBytes: 1024 * 1024, maxToolCalls: 10, maxCrossingBytes: 1024 * 1024, storeValueBytes: 1024, storeSessionBytes: 4096, maxTimers: 10 },
+    deadline: 0,
+    tools: [],
+    globals: {},
+    store: {},
+  };
+}
+const quiet: RunCallbacks = { onCall() {}, onFlush() {}, onStore() {} };
+
+describe("the worker pool", () => {
+  it("grows for concurrent runs and retires idle workers down to the minimum, also after reuse", async () => {
+    const engine = new SandboxEngine({ defaultMemoryBytes: 64 * 1024 * 1024, maxWorkers: 3, minWorkers: 1, idleMs: 150 });
+    engines.push(engine);
+    await engine.start();
+    const concurrent = await Promise.all([1, 2, 3].map(() => engine.run(request("await sleep(100); return 1"), quiet).done));
+    expect(concurrent.map((done) => done.ok)).toStrictEqual([true, true, true]);
+    expect(engine.workerCount).toBe(3);
+    // Reusing a worker before its idle timer fires must not keep it alive for good.
+    for (let i = 0; i < 3; i++) expect((await engine.run(request("return 2"), quiet).done).ok).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(engine.workerCount).toBe(1);
+    expect((await engine.run(request("return 3"), quiet).done).valueJson).toBe("3");
+  });
+
+  it("fails a queued run with kind sandbox when workers die before they are ready", async () => {
+    const engine = new SandboxEngine({ defaultMemoryBytes: 64 * 1024 * 1024, minWorkers: 0, workerHeapMb: 1 });
+    engines.push(engine);
+    const done = await engine.run(request("return 1"), quiet).done;
+    expect(done.ok).toBe(false);
+    expect(done.error?.kind).toBe("sandbox");
+    expect(done.error?.message).toMatch(/^the sandbox worker could not start \(3 attempts; last: .*memory limit/);
+  });
+});
