@@ -29,10 +29,10 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
   mkdirSync(config.dataDir, { recursive: true });
   const upstreams = await connectUpstreams(options.upstream === false ? {} : config.mcpServers);
   const tools: Tool[] = [];
-  if (config.workspace) tools.push(...workspaceTools({ root: cwd, write: config.workspace.write }));
-  tools.push(...upstreams.tools);
   let cm: Codemode;
   try {
+    if (config.workspace) tools.push(...workspaceTools({ root: cwd, write: config.workspace.write }));
+    tools.push(...upstreams.tools);
     // Agents: the configured directory first, then the user's own (~/.codemode/agents).
     const agentDirs = [...new Set([config.agentsDir, join(homedir(), ".codemode", "agents")])];
     cm = await createCodemode({ tools, dataDir: config.dataDir, cwd, agentDirs, limits: config.limits, ...(options.warm === false ? { workers: { min: 0 } } : {}) });
@@ -46,8 +46,11 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
     boundToolIds: new Set(tools.map((tool) => tool.id)),
     warnings: [...upstreams.warnings],
     close: async () => {
-      await cm.close();
-      await upstreams.close();
+      try {
+        await cm.close();
+      } finally {
+        await upstreams.close();
+      }
     },
   };
 }

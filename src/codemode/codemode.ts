@@ -153,7 +153,14 @@ export class Codemode {
         globals: options.globals ?? {},
       },
     );
-    if (stored) this.sessions.save(session);
+    if (stored) {
+      // The program ran and its calls took effect: a failed save is reported, not thrown.
+      try {
+        this.sessions.save(session);
+      } catch (error) {
+        result.details.warnings.push(`the session "${session}" could not be saved: ${(error as Error).message}`);
+      }
+    }
     return result;
   }
 
@@ -166,8 +173,7 @@ export class Codemode {
       return errorResult(new ToolError("tool_not_found", `no tool named "${name}"; available: ${this.toolList().map((t) => t.id).join(", ")}`));
     }
     try {
-      const controller = new AbortController();
-      const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+      const signal = options.signal ?? new AbortController().signal;
       const result = await invokeTool(tool, input, {
         ctx: { signal, callId: `direct:${Date.now().toString(36)}`, runId: "direct", depth: 0 },
         hooks: this.options.hooks,
@@ -191,8 +197,12 @@ export class Codemode {
     if (this.closed) return;
     this.closed = true;
     // Tasks first: stopping them may still need the engine for their last words.
-    await this.tasks.close();
-    await this.engine.close();
+    try {
+      await this.tasks.close();
+    } finally {
+      await this.engine.close();
+      this.tasks.store.close();
+    }
   }
 
   private assertOpen(): void {
@@ -265,13 +275,20 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     await engine.start();
   } catch (error) {
     await tasks.close();
+    store.close();
     throw error;
   }
   const cm = new Codemode(engine, limits, options, spillDir, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
-  cm.addTools([...ptcTools(tasks), toolInfoTool(() => cm.toolList())], "runtime");
-  cm.addTools(tools, "host");
-  // Last, so its description can carry the declarations of every tool a program can reach.
-  cm.addTools([runCodeTool(cm, cm.declarations())], "runtime");
+  try {
+    cm.addTools([...ptcTools(tasks), toolInfoTool(() => cm.toolList())], "runtime");
+    cm.addTools(tools, "host");
+    // Last, so its description can carry the declarations of every tool a program can reach.
+    cm.addTools([runCodeTool(cm, cm.declarations())], "runtime");
+  } catch (error) {
+    // A bad tool set must not leave a warm worker or an open task database behind.
+    await cm.close();
+    throw error;
+  }
   runScript = codemodeScriptRunner(cm);
   childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), { hooks: options.hooks });
   return cm;

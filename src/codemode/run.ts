@@ -161,6 +161,9 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   let done: DoneMessage;
   try {
     done = await handle.done;
+  } catch (error) {
+    output.close();
+    throw error;
   } finally {
     settings.signal?.removeEventListener("abort", onAbort);
   }

@@ -49,7 +49,8 @@ export interface AbortMessage {
   runId: string;
 }
 
-export type HostToWorker = RunRequest | SettleMessage | AbortMessage;
+/** On the worker's main port; tool results (SettleMessage) travel on their own port. */
+export type HostToWorker = RunRequest | AbortMessage;
 
 export interface CallMessage {
   type: "call";

@@ -93,7 +93,9 @@ async function run(request: RunRequest): Promise<void> {
     for (const [key, value] of instances) if (value === instance) instances.delete(key);
   }
   // Replenish the spare after answering, off the critical path of the run that just ended.
-  if (!spare) setImmediate(() => prepareSpare(pagesFor(config.defaultMemoryBytes)));
+  setImmediate(() => {
+    if (!spare) prepareSpare(pagesFor(config.defaultMemoryBytes));
+  });
 }
 
 function onSettle(message: SettleMessage): void {
@@ -116,9 +118,6 @@ port.on("message", (message: HostToWorker) => {
   switch (message.type) {
     case "run":
       void run(message);
-      break;
-    case "settle":
-      onSettle(message);
       break;
     case "abort":
       if (current?.runId === message.runId) current.abort();

@@ -54,7 +54,9 @@ export function createMcpServer(cm: Codemode, options: McpServeOptions = {}): Se
     { name: "codemode", version: packageVersion() },
     { capabilities: { tools: {} }, ...(options.instructions ? { instructions: options.instructions } : {}) },
   );
-  const listed = (): McpTool[] => cm.tools.filter((descriptor) => !options.hide?.has(descriptor.id)).map(mcpToolOf);
+  // The tool set is fixed for the runtime's life: describe it once, not on every call.
+  const tools: McpTool[] = cm.tools.filter((descriptor) => !options.hide?.has(descriptor.id)).map(mcpToolOf);
+  const listed = (): McpTool[] => tools;
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed() }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args } = request.params;

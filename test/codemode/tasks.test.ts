@@ -1,7 +1,7 @@
 // createCodemode hosts background subagents: agents from code and from files, the ptc_* tools
 // bound in programs, and task records that outlive the runtime on a data dir.
 import { afterEach, describe, expect, it } from "vitest";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCodemode, type Codemode } from "../../src/index.js";
@@ -94,6 +94,33 @@ describe("createCodemode with subagents", () => {
     expect(read.structuredContent.value).toStrictEqual([{ n: 1 }, null]);
     writeFileSync(join(dataDir, "sessions", "broken.json"), "{ not json");
     await expect(second.run(`return load("x")`, { session: "broken" })).rejects.toThrow(/session file .*broken\.json is not valid JSON .*; delete it to start the session afresh/);
+  });
+
+  it("leaves no open task database behind, after close and after a create that failed", async () => {
+    const dataDir = tempDir();
+    const openDatabases = () => readdirSync("/proc/self/fd").filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`).startsWith(join(dataDir, "tasks.db"));
+      } catch {
+        return false;
+      }
+    }).length;
+    const clash = [{ name: "tool_info", description: "clashes with the runtime's own", execute: async () => "x" }];
+    await expect(createCodemode({ dataDir, agentDirs: [], tools: clash })).rejects.toThrow(/two tools are reached as tools\.tool_info/);
+    expect(openDatabases()).toBe(0);
+    const cm = await createCodemode({ dataDir, agentDirs: [] });
+    expect(openDatabases()).toBeGreaterThan(0);
+    await cm.close();
+    expect(openDatabases()).toBe(0);
+  });
+
+  it("reports a session that could not be saved as a warning; the run's result stands", async () => {
+    const dataDir = tempDir();
+    writeFileSync(join(dataDir, "sessions"), "a file where the sessions directory should be");
+    const cm = await open({ dataDir, agentDirs: [] });
+    const result = await cm.run(`store("k", 1); return 7`, { session: "s" });
+    expect(result.structuredContent.value).toBe(7);
+    expect(result.details.warnings).toStrictEqual([expect.stringMatching(/^the session "s" could not be saved: /)]);
   });
 
   it("rejects malformed agent options naming the field", async () => {
