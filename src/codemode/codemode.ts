@@ -66,6 +66,8 @@ export interface InternalRunOptions extends RunOptions {
   globals?: Record<string, unknown>;
   /** Restrict the program to these tool paths. */
   allowTools?: (path: string, tool: Tool) => boolean;
+  /** The session lives for this run only (a task's own): never read from or written to disk, dropped after. */
+  ephemeralSession?: boolean;
 }
 
 const DEFAULT_SESSION = "default";
@@ -122,7 +124,7 @@ export class Codemode {
     if (typeof code !== "string") throw new TypeError(`code must be a string of JavaScript, got ${describe(code)}`);
     const limits = mergeLimits(this.limits, options.limits ?? {}, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
     const session = options.session ?? DEFAULT_SESSION;
-    const store = this.sessions.get(session);
+    const store = options.ephemeralSession ? new Map<string, string>() : this.sessions.get(session);
     let tools: ReadonlyMap<string, Tool> = this.toolPaths;
     if (options.allowTools) {
       const allowed = new Map<string, Tool>();
@@ -153,7 +155,7 @@ export class Codemode {
         globals: options.globals ?? {},
       },
     );
-    if (stored) {
+    if (stored && !options.ephemeralSession) {
       // The program ran and its calls took effect: a failed save is reported, not thrown.
       try {
         this.sessions.save(session);

@@ -467,7 +467,7 @@ export class GuestRun {
       return;
     }
     this.consoleLines++;
-    this.pendingConsole.push({ level, text: text.length > CONSOLE_LINE_CHARS ? text.slice(0, CONSOLE_LINE_CHARS) + "…" : text });
+    this.pendingConsole.push({ level, text: text.length > CONSOLE_LINE_CHARS ? text.slice(0, CONSOLE_LINE_CHARS).replace(/[\ud800-\udbff]$/, "") + "…" : text });
   }
 
   private storeValue(key: string, json: string | undefined): string | undefined {

@@ -13,6 +13,7 @@ export interface ProgramHost {
       taskId?: string;
       globals?: Record<string, unknown>;
       allowTools?: (path: string, tool: Tool) => boolean;
+      ephemeralSession?: boolean;
     },
   ): Promise<{
     content: Array<{ type: "text"; text: string }>;
@@ -51,6 +52,8 @@ export function codemodeScriptRunner(host: ProgramHost, options: ScriptRunnerOpt
     const run = await host.runInternal(code, {
       signal: o.signal,
       session: `task-${o.taskId}`,
+      // One run per task: its store is its own and ends with it (no file per task on the data dir).
+      ephemeralSession: true,
       depth: o.depth,
       taskId: o.taskId,
       globals: { task: o.task },

@@ -1,7 +1,7 @@
 // createCodemode hosts background subagents: agents from code and from files, the ptc_* tools
 // bound in programs, and task records that outlive the runtime on a data dir.
 import { afterEach, describe, expect, it } from "vitest";
-import { mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCodemode, type Codemode } from "../../src/index.js";
@@ -112,6 +112,14 @@ describe("createCodemode with subagents", () => {
     expect(openDatabases()).toBeGreaterThan(0);
     await cm.close();
     expect(openDatabases()).toBe(0);
+  });
+
+  it("gives a script task a store of its own that ends with it (no session file per task)", async () => {
+    const dataDir = tempDir();
+    const cm = await open({ dataDir, agentDirs: [], agents: [{ name: "keeper", description: "stores", driver: "script", scriptCode: "store('seen', task); text(String(load('seen')))" }] });
+    const result = await cm.run(`const a = await tools.ptc_subagent({ agent: "keeper", task: "one" }); const b = await tools.ptc_subagent({ agent: "keeper", task: "two" }); return [a.status, b.status]`);
+    expect(result.structuredContent.value).toStrictEqual(["succeeded", "succeeded"]);
+    expect(existsSync(join(dataDir, "sessions"))).toBe(false);
   });
 
   it("reports a session that could not be saved as a warning; the run's result stands", async () => {
