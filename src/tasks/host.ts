@@ -10,7 +10,7 @@ import { openaiDriver } from "./drivers/openai.js";
 import { scriptDriver, type ScriptRunner } from "./drivers/script.js";
 import type { ChildToolProvider, Driver, DriverResult } from "./drivers/types.js";
 import { errorMessage } from "./drivers/types.js";
-import { checkSinceBytes, headPreview, PREVIEW_BYTES, SMALL_OUTPUT_BYTES, tailTruncate } from "./output.js";
+import { checkSinceBytes, headPreview, OUTPUT_TAIL_BYTES, PREVIEW_BYTES, SMALL_OUTPUT_BYTES, tailTruncate } from "./output.js";
 import { currentOwner, isOwnerAlive, sameOwner } from "./owner.js";
 import { extractPromptJsonReport, parseReport, type ReportBody } from "./report.js";
 import { assertTransition } from "./status.js";
@@ -302,7 +302,9 @@ export class TaskHost {
       window ??= this.store.readOutput(id, windowStart, Math.min(total, since + 1));
       return window[offset - windowStart]!;
     });
-    const page = this.store.readOutput(id, since, total);
+    // Only the tail is ever returned: one byte past the 50 KB cut is all tailTruncate needs to find
+    // the same cut it would find in the whole page, so a huge log is never read whole.
+    const page = this.store.readOutput(id, Math.max(since, total - (OUTPUT_TAIL_BYTES + 1)), total);
     const tail = tailTruncate(page);
     const result: OutputPage = { record: { ...record, outputBytes: total }, output: tail.text, outputBytes: total, truncated: tail.truncated };
     if (tail.truncated) result.fullPath = this.fullLogPath(id, total);

@@ -321,6 +321,27 @@ describe("TaskHost with the function driver", () => {
     await expect(host.spawn({ agent: "echo", task: "x" })).rejects.toThrow("the task host is closed; create a new one to spawn tasks");
   });
 
+  it("reads only the tail of a large log, and cuts it exactly where a cut of the whole page would", async () => {
+    const { tailTruncate } = await import("../../src/tasks/output.js");
+    const fc = (await import("fast-check")).default;
+    const unit = fc.constantFrom("a", "é", "😀", "\n", "line of text\n", "ж".repeat(40));
+    await fc.assert(
+      fc.asyncProperty(fc.array(unit, { minLength: 1, maxLength: 6000 }), fc.nat(), async (parts, sinceSeed) => {
+        const log = parts.join("");
+        const host = makeHost([{ name: "w", description: "d", driver: "function", run: async () => log }]);
+        const rec = await host.spawn({ agent: "w", task: "t" });
+        const bytes = Buffer.from(log);
+        // A since_bytes on a character boundary (continuation bytes are 10xxxxxx).
+        let since = sinceSeed % (bytes.length + 1);
+        while (since < bytes.length && (bytes[since]! & 0xc0) === 0x80) since++;
+        const expected = tailTruncate(bytes.subarray(since));
+        const page = host.output(rec.id, { sinceBytes: since });
+        expect([page.output, page.truncated]).toStrictEqual([expected.text, expected.truncated]);
+      }),
+      { numRuns: 25 },
+    );
+  });
+
   it("pages output by bytes and spills a truncated in-memory log to a file", async () => {
     const big = Array.from({ length: 3000 }, (_, i) => `line ${i} é`).join("\n") + "\n";
     const host = makeHost([{ name: "big", description: "d", driver: "function", run: async () => big }]);
