@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve as resolvePath } from "node:path";
 import { monotonicFactory } from "ulid";
@@ -128,6 +128,8 @@ export class TaskHost {
   private readonly cwd: string;
   private readonly owner = currentOwner();
   private readonly live = new Map<string, Live>();
+  /** Bytes of each in-memory log already copied to its spill file. */
+  private readonly spilled = new Map<string, number>();
   private readonly queue: string[] = [];
   private runningCount = 0;
   private closed = false;
@@ -585,10 +587,14 @@ export class TaskHost {
   private fullLogPath(id: string, total: number): string {
     const path = this.store.outputPath(id);
     if (path) return path;
-    // In-memory logs have no file: write the full log once so the path can be read.
+    // In-memory logs have no file: the spill holds the log, extended with what arrived since the
+    // last read (appended, never rewritten, so polling a growing log stays cheap).
     mkdirSync(this.spillDir, { recursive: true });
     const spill = join(this.spillDir, `${id}.log`);
-    writeFileSync(spill, this.store.readOutput(id, 0, total));
+    const written = this.spilled.get(id) ?? 0;
+    if (written === 0) writeFileSync(spill, this.store.readOutput(id, 0, total));
+    else if (total > written) appendFileSync(spill, this.store.readOutput(id, written, total));
+    this.spilled.set(id, Math.max(written, total));
     return spill;
   }
 

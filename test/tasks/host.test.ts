@@ -329,7 +329,9 @@ describe("TaskHost with the function driver", () => {
       fc.asyncProperty(fc.array(unit, { minLength: 1, maxLength: 6000 }), fc.nat(), async (parts, sinceSeed) => {
         const log = parts.join("");
         const host = makeHost([{ name: "w", description: "d", driver: "function", run: async () => log }]);
-        const rec = await host.spawn({ agent: "w", task: "t" });
+        // In the background: a log of only whitespace is a failed task, and its output still pages.
+        const rec = await host.spawn({ agent: "w", task: "t", background: true });
+        await host.wait(rec.id);
         const bytes = Buffer.from(log);
         // A since_bytes on a character boundary (continuation bytes are 10xxxxxx).
         let since = sinceSeed % (bytes.length + 1);
@@ -340,6 +342,34 @@ describe("TaskHost with the function driver", () => {
       }),
       { numRuns: 25 },
     );
+  });
+
+  it("keeps a growing in-memory log's spill file whole across reads", async () => {
+    const release = deferred();
+    const first = "a".repeat(60 * 1024) + "\n";
+    const second = "b".repeat(60 * 1024) + "\n";
+    const host = makeHost([
+      {
+        name: "grower",
+        description: "d",
+        driver: "function",
+        run: async ({ emit }) => {
+          emit({ type: "text", text: first });
+          await release.promise;
+          emit({ type: "text", text: second });
+          return "end\n";
+        },
+      },
+    ]);
+    const rec = await host.spawn({ agent: "grower", task: "t", background: true });
+    const { readFileSync } = await import("node:fs");
+    const early = host.output(rec.id);
+    expect(readFileSync(early.fullPath!, "utf8")).toBe(first);
+    release.resolve();
+    await host.wait(rec.id);
+    const late = host.output(rec.id);
+    expect(late.fullPath).toBe(early.fullPath);
+    expect(readFileSync(late.fullPath!, "utf8")).toBe(first + second + "end\n");
   });
 
   it("pages output by bytes and spills a truncated in-memory log to a file", async () => {
