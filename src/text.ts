@@ -44,3 +44,16 @@ function dropLoneSurrogate(text: string, side: "start" | "end"): string {
   const first = text.charCodeAt(0);
   return first >= 0xdc00 && first <= 0xdfff ? text.slice(1) : text;
 }
+
+/** The message of anything thrown, without losing non-Error throws (strings, objects, cyclic or BigInt values). */
+export function messageOf(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (typeof err === "string") return err;
+  try {
+    const json = JSON.stringify(err);
+    if (typeof json === "string") return json;
+  } catch {
+    // Fall through: cyclic or BigInt-holding values still need a message.
+  }
+  return String(err);
+}

@@ -1,3 +1,5 @@
+import { messageOf } from "../text.js";
+
 /**
  * ToolError: the one error type a tool call fails with, carrying a machine-readable `code` (and
  * optional `reason`) so a model, a program and a host can react without parsing messages.
@@ -51,21 +53,10 @@ export class ToolError extends Error {
   }
 }
 
+export { messageOf };
+
 export function isToolError(value: unknown): value is ToolError {
   return value instanceof ToolError;
-}
-
-/** The message of anything thrown, without losing non-Error throws (strings, objects). */
-export function messageOf(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  if (typeof err === "string") return err;
-  try {
-    const json = JSON.stringify(err);
-    if (typeof json === "string") return json;
-  } catch {
-    // Fall through: cyclic or BigInt-holding values still need a message.
-  }
-  return String(err);
 }
 
 /** A short type name for error messages a model reads ("received number", "received array"). */

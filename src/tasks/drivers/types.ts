@@ -36,7 +36,4 @@ export interface DriverResult {
 
 export type Driver = (ctx: DriverContext) => Promise<DriverResult>;
 
-export function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return typeof err === "string" ? err : JSON.stringify(err) ?? String(err);
-}
+export { messageOf as errorMessage } from "../../text.js";
