@@ -14,6 +14,7 @@ export { renderDeclarations, DEFAULT_DECLARATIONS_BUDGET } from "./declarations.
 export { toIdentifier, closestNames } from "./identifiers.js";
 export { boundText, DEFAULT_OUTPUT_BUDGET } from "./budget.js";
 export { RESULT_VIEWS } from "./types.js";
+export { resolveSchemaPath, classifyViewPath, topLevelKeys, formatSegments, type PathSegment, type PathResolution, type ViewPathVerdict } from "./view-paths.js";
 export type {
   ToolContext,
   TextContent,
