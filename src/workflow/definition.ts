@@ -61,6 +61,8 @@ export const MAX_WORKFLOW_BYTES = 1024 * 1024;
 export const MAX_NODES = 1000;
 export const MAX_EDGES = 10_000;
 export const RUN_AGENT = "run-agent";
+/** JSON keys that a parser or validator may turn into a prototype: never an id or a name. */
+const RESERVED = "__proto__";
 const TOP_KEYS = ["name", "description", "inputs", "graph"];
 const GRAPH_KEYS = ["nodes", "edges"];
 const NODE_KEYS = ["id", "class", "kind", "params", "produces"];
@@ -112,7 +114,7 @@ export function parseWorkflow(source: unknown): ParsedWorkflow {
       problem("invalid_definition", [], `the workflow is ${formatBytes(bytes)}; a definition is at most ${formatBytes(MAX_WORKFLOW_BYTES)}`);
       return parsed;
     }
-    doc = parseDocument(source, { lineCounter: lines, prettyErrors: false });
+    doc = parseDocument(source, { lineCounter: lines });
     if (doc.errors.length > 0) {
       for (const error of doc.errors.slice(0, 20)) {
         const line = error.linePos?.[0]?.line;
@@ -186,6 +188,10 @@ function readInputs(raw: unknown, problem: Report): InputSpec[] {
       problem("invalid_definition", at, `an input name must be letters, digits, "_" or "-", starting with a letter or "_", received ${kindOf(name)}`);
       return;
     }
+    if (name === RESERVED) {
+      problem("invalid_definition", at, `input name "${RESERVED}" is reserved (it would not survive as a key of inputs); choose another name`);
+      return;
+    }
     if (seen.has(name)) {
       problem("invalid_definition", at, `input "${name}" is declared twice`);
       return;
@@ -237,6 +243,7 @@ function readNode(raw: unknown, index: number, problem: Report, writtenIds: Set<
   }
   if (named === undefined) bad("id", `graph.nodes[${index}] needs an "id" (a string), received ${kindOf(raw.id)}`);
   else if (!NAME_PATTERN.test(named) || named.length > 64) bad("id", `node id ${JSON.stringify(named)} must be 1–64 letters, digits, "_" or "-", starting with a letter or "_" (templates read it as {{ .nodes.<id>.output }})`);
+  else if (named === RESERVED) bad("id", `node id "${RESERVED}" is reserved (it would not survive as a key of the outputs); choose another id`);
   if (raw.class !== undefined && raw.class !== "action") bad("class", `${who} has class ${kindOf(raw.class)}; the only node class is "action"`);
   if (typeof raw.kind !== "string" || raw.kind === "") bad("kind", `${who} needs a "kind": a tool id (e.g. read_file) or "run-agent", received ${kindOf(raw.kind)}`);
   if (raw.params !== undefined && raw.params !== null && !isPlainObject(raw.params)) bad("params", `"params" of ${who} must be a mapping, received ${kindOf(raw.params)}`);
