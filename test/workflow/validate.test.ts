@@ -311,14 +311,15 @@ graph:
     - { from: skill, to: skill }
 `;
     const result = await validateOnly(f.cm, workflow);
-    expect((result.errors as Array<{ code: string; node?: string }>).map((e) => `${e.code} ${e.node ?? ""}`.trim())).toEqual([
-      "duplicate_node_id report",
-      "result_view_not_literal inspect",
-      "unknown_node report",
-      "unknown_agent report",
-      "tool_invalid_input skill",
-      "tool_invalid_input skill",
-      "cycle skill",
+    // In the order of the definition, whatever order the checks ran in.
+    expect((result.errors as Array<{ code: string; node?: string; line?: number }>).map((e) => `${e.line} ${e.code} ${e.node ?? ""}`.trim())).toEqual([
+      "7 result_view_not_literal inspect",
+      "10 unknown_node report",
+      "10 unknown_agent report",
+      "13 tool_invalid_input skill",
+      "13 tool_invalid_input skill",
+      "14 duplicate_node_id report",
+      "4 cycle skill",
     ]);
     expectNothingRan(f);
   });
