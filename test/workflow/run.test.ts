@@ -11,7 +11,7 @@ import { AgentRegistry, createCodemode, defineTool, describeTool, invokeTool, pr
 import { memoryTaskStore } from "../../src/tasks/index.js";
 import { ptcWorkflowTool } from "../../src/workflow/index.js";
 import { newCalls, sampleRecord, sessionStatusTool } from "../tools/sample-tools.js";
-import { deferred, GENERAL_COST, openFixture, type Fixture } from "./helpers.js";
+import { deferred, GENERAL_COST, openFixture, seedWorkflow, type Fixture } from "./helpers.js";
 
 const cleanup: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -43,24 +43,11 @@ function sum(records: readonly TaskRecord[]): Usage {
 }
 
 /** The issue's end-to-end graph: a tool node with views (full requested), an agent prompted with a full-only field, a node depending on both. */
-const E2E = `name: session-review
-inputs:
-  session_id: {}
-graph:
-  nodes:
-    - id: inspect
-      class: action
-      kind: session_status
-      params:
-        session_id: "{{ .inputs.session_id }}"
-        result_view: full
-    - id: report
-      class: action
-      kind: run-agent
-      params:
-        agent: general
-        prompt: "Tools allowed: {{ .nodes.inspect.output.session.lineage.permission_policy.tools }}"
-    - id: final
+const E2E =
+  "name: session-review\n" +
+  seedWorkflow("        result_view: full\n").replace(
+    "  edges:\n",
+    `    - id: final
       class: action
       kind: run-agent
       params:
@@ -68,9 +55,8 @@ graph:
         label: final word
         prompt: "{{ .nodes.inspect.output.session.name }} / {{ .nodes.report.output.text }}"
   edges:
-    - from: inspect
-      to: report
-`;
+`,
+  );
 
 function expectedOutputs(report: TaskRecord, final: TaskRecord) {
   return {

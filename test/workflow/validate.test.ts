@@ -341,11 +341,17 @@ graph:
     }
   });
 
-  it("a definition past the size or node caps is refused with the cap; the next validation works", async () => {
+  it("a definition past the size, node or edge caps, or a YAML alias bomb, is refused; the next validation works", async () => {
     const huge = "# " + "x".repeat(1024 * 1024) + "\ngraph: {}\n";
     expect((await validateOnly(f.cm, huge)).errors).toStrictEqual([error("invalid_definition", "the workflow is 1.0 MiB; a definition is at most 1.0 MiB")]);
     const many = { graph: { nodes: Array.from({ length: 1001 }, (_, i) => ({ id: `n${i}`, kind: "skill_view", params: { skill: "x" } })) } };
     expect((await validateOnly(f.cm, many)).errors).toStrictEqual([error("invalid_definition", '"graph.nodes" lists 1001 nodes; a workflow has at most 1000', { path: "graph.nodes" })]);
+    const edges = { graph: { nodes: [{ id: "a", kind: "skill_view", params: { skill: "x" } }], edges: Array.from({ length: 10_001 }, () => ({ from: "a", to: "a" })) } };
+    expect((await validateOnly(f.cm, edges)).errors).toStrictEqual([error("invalid_definition", '"graph.edges" lists 10001 edges; a workflow has at most 10000', { path: "graph.edges" })]);
+    // A YAML alias bomb (9^9 strings once expanded) is refused by the parser's alias budget.
+    let bomb = "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n";
+    ["b", "c", "d", "e", "f", "g", "h", "i"].reduce((prev, name) => ((bomb += `${name}: &${name} [${Array(9).fill(`*${prev}`).join(",")}]\n`), name), "a");
+    expect((await validateOnly(f.cm, bomb)).errors).toStrictEqual([error("invalid_definition", "the workflow is not valid YAML: Excessive alias count indicates a resource exhaustion attack", { line: 1 })]);
     const chain = { graph: { nodes: Array.from({ length: 1000 }, (_, i) => ({ id: `n${i}`, kind: "skill_view", params: { skill: i === 0 ? "x" : `{{ .nodes.n${i - 1}.output.name }}` } })) } };
     expect(await validateOnly(f.cm, chain)).toStrictEqual({ valid: true, errors: [], warnings: [] });
     expectNothingRan(f);
