@@ -180,10 +180,11 @@ async function runAndFollow(runtime: Runtime, io: Io, text: string, inputs: Reco
     partial = complete.pop()!;
     for (const raw of complete) {
       if (raw.trim() === "") continue;
-      const node = JSON.parse(raw) as NodeLine;
-      lines.push(node);
+      const node = parseLine(raw);
+      if (node) lines.push(node);
       if (json) continue;
-      const shown = nodeLine(node, width);
+      // A line that is not a node's (a log cut short, say) is shown as it is.
+      const shown = node ? nodeLine(node, width) : `${printable(raw)}\n`;
       if (deferLines) held.push(shown);
       else await write(io.stdout, shown);
     }
@@ -230,6 +231,15 @@ async function runAndFollow(runtime: Runtime, io: Io, text: string, inputs: Reco
   await write(io.stdout, `\nworkflow "${printable(label)}" ${record.status} (nodes: ${counts.map(([s, n]) => `${n} ${s}`).join(", ")}); usage ${formatUsage(record.usage)}\n`);
   if (!ok && record.errorMessage) await write(io.stderr, line(`codemode: ${printable(record.errorMessage)}`));
   return ok ? EXIT_OK : EXIT_FAILED;
+}
+
+function parseLine(raw: string): NodeLine | undefined {
+  try {
+    const value = JSON.parse(raw) as NodeLine;
+    return value !== null && typeof value === "object" && typeof value.node === "string" && typeof value.status === "string" ? value : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function nodeLine(node: NodeLine, width: number): string {

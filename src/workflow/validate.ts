@@ -114,7 +114,8 @@ export function validateWorkflow(source: unknown, catalog: WorkflowCatalog, opti
     parsed.problems.pop();
   };
   const done = (plan?: WorkflowPlan, contract: ContractEntry[] = [], inputs?: Record<string, unknown>): WorkflowValidation => {
-    const errors = parsed.problems;
+    const errors = inDefinitionOrder(parsed.problems);
+    inDefinitionOrder(warnings);
     const result: WorkflowValidation = { valid: errors.length === 0, errors, warnings, contract };
     if (errors.length === 0 && plan) {
       result.plan = plan;
@@ -152,10 +153,14 @@ export function validateWorkflow(source: unknown, catalog: WorkflowCatalog, opti
   const agentNodes: NodeSpec[] = [];
 
   for (const node of byId.values()) {
+    const tool = node.kind === RUN_AGENT ? undefined : findTool(catalog.tools, node.kind);
+    // A tool that declares its own `result_view` input (or takes any input) gets it as any param;
+    // for the others it is the selector, checked below with its own rules.
+    const ownsSelector = tool !== undefined && !tool.hasResultViews && toolInternals(tool).ownsResultView;
     // Templates first: they are what the node reads, whatever its kind.
     const sites: TemplateSite[] = [];
     collectTemplates(node.params, [], (at, text) => {
-      if (at.length === 1 && at[0] === "result_view") return; // checked below with its own rule
+      if (at.length === 1 && at[0] === "result_view" && !ownsSelector) return;
       try {
         const template = parseTemplate(text);
         sites.push({ at, template });
@@ -196,7 +201,6 @@ export function validateWorkflow(source: unknown, catalog: WorkflowCatalog, opti
       continue;
     }
 
-    const tool = findTool(catalog.tools, node.kind);
     if (!tool) {
       const closest = closestNames(node.kind, toolIds, 3);
       problem(
@@ -295,6 +299,22 @@ export function validateWorkflow(source: unknown, catalog: WorkflowCatalog, opti
   if (def.name !== undefined) plan.name = def.name;
   if (def.description !== undefined) plan.description = def.description;
   return done(plan, contract, values);
+}
+
+/**
+ * Problems in the order of the definition (its inputs and fields, each node in turn, the edges,
+ * then the graph as a whole), whatever order the checks found them in; the sort is stable.
+ */
+function inDefinitionOrder(problems: WorkflowProblem[]): WorkflowProblem[] {
+  const rank = (p: WorkflowProblem): number => {
+    const path = p.path ?? "";
+    const node = /^graph\.nodes(?:\[(\d+)\])?/.exec(path);
+    if (node) return 1 + Number(node[1] ?? 0);
+    const edge = /^graph\.edges(?:\[(\d+)\])?/.exec(path);
+    if (edge) return 1e6 + Number(edge[1] ?? 0);
+    return path === "graph" || p.code === "task_depth_exceeded" ? 2e6 : 0;
+  };
+  return problems.sort((a, b) => rank(a) - rank(b));
 }
 
 type Report = (code: string, at: readonly PathSegment[], message: string, node?: string) => unknown;

@@ -435,6 +435,14 @@ describe("scheduling", () => {
     expect(ok.structuredContent).toMatchObject({ status: "succeeded", outputs: { big: { text: "xxxxxxxxxx" } } });
   });
 
+  it("a tool whose own input is named result_view (an upstream tool, say) gets it like any param, templates rendered", async () => {
+    const plain = { name: "echo_input", description: "echoes its input", execute: (input: Record<string, unknown>) => JSON.stringify(input) };
+    const f = await fixture({ tools: [plain] });
+    const workflow = { inputs: { v: { default: "everything" } }, graph: { nodes: [{ id: "e", kind: "echo_input", params: { result_view: "{{ .inputs.v }}" } }] } };
+    const result = await f.cm.callTool("ptc_workflow", { workflow });
+    expect(result.structuredContent).toMatchObject({ status: "succeeded", outputs: { e: '{"result_view":"everything"}' } });
+  });
+
   it("hostile ids and keys stay plain data: __proto__ is no id, a reference to constructor finds nothing", async () => {
     const f = await fixture();
     const refused = await f.cm.callTool("ptc_workflow", { workflow: seedFull("x").replace(/inspect/g, "__proto__"), validate_only: true });
