@@ -151,6 +151,7 @@ export function validateWorkflow(source: unknown, catalog: WorkflowCatalog, opti
   const references: Array<{ reader: NodeSpec; ref: Extract<Reference, { kind: "node" }>; at: PathSegment[] }> = [];
   const toolIds = catalog.tools.map((tool) => tool.id);
   const agentNodes: NodeSpec[] = [];
+  const descriptors = new Map<Tool, ToolDescriptor>();
 
   for (const node of byId.values()) {
     const tool = node.kind === RUN_AGENT ? undefined : findTool(catalog.tools, node.kind);
@@ -212,7 +213,8 @@ export function validateWorkflow(source: unknown, catalog: WorkflowCatalog, opti
       continue;
     }
     const impl = toolInternals(tool);
-    const descriptor = describeTool(tool);
+    let descriptor = descriptors.get(tool);
+    if (!descriptor) descriptors.set(tool, (descriptor = describeTool(tool)));
     let view: ResultView = "compact";
     let unchecked = false;
     const hasSelector = Object.hasOwn(node.params, "result_view") && node.params.result_view !== undefined;
@@ -292,7 +294,7 @@ export function validateWorkflow(source: unknown, catalog: WorkflowCatalog, opti
   if (parsed.problems.length > 0 || !order) return done(undefined, contract);
   const nodes = order.map((id) => {
     const p = planned.get(id)!;
-    p.deps = def.nodes.filter((n) => deps.get(id)!.has(n.id)).map((n) => n.id);
+    p.deps = [...deps.get(id)!].sort((a, b) => byId.get(a)!.index - byId.get(b)!.index);
     return p;
   });
   const plan: WorkflowPlan = { inputs: def.inputs, nodes, contract };
