@@ -262,6 +262,24 @@ describe("pinned views (seed 000, Hooks)", () => {
     expect(f.agentRuns).toStrictEqual([]);
   });
 
+  it("a patch adding result_view to a single-result tool's call fails the node with the seed's single-result error; postCall says which view a record holds", async () => {
+    const post: Array<{ tool: string; result_view?: string; has_result_views: boolean }> = [];
+    const f = await fixture({
+      hooks: {
+        preCall: (event) => (event.tool.id === "skill_view" ? { input: { ...event.input, result_view: "full" } } : undefined),
+        postCall: (event) => void post.push({ tool: event.tool.id, has_result_views: event.has_result_views, ...(event.result_view ? { result_view: event.result_view } : {}) }),
+      },
+    });
+    const workflow = { graph: { nodes: [{ id: "inspect", kind: "session_status", params: { session_id: "s", result_view: "full" } }, { id: "skill", kind: "skill_view", params: { skill: "x" } }] } };
+    const result = await f.cm.callTool("ptc_workflow", { workflow });
+    const id = f.cm.tasks.list({ limit: 1 }).records[0]!.id;
+    expect((result.structuredContent as { error: { code: string } }).error.code).toBe("workflow_failed");
+    const lines = f.cm.tasks.output(id).output.trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(lines.find((l) => l.node === "skill").error).toStrictEqual({ code: "tool_invalid_input", reason: "schema_invalid", message: 'tool "skill_view" returns a single result and does not accept "result_view"' });
+    expect(f.calls.inputs).toStrictEqual([{ session_id: "s" }]);
+    expect(post).toStrictEqual([{ tool: "session_status", has_result_views: true, result_view: "full" }]);
+  });
+
   it("a hook that leaves the view alone is obeyed, and the record it gets is the one the node pinned", async () => {
     const f = await fixture({ hooks: { preCall: (event) => (event.tool.id === "session_status" ? { input: { ...event.input, session_id: "patched" } } : undefined) } });
     const result = await f.cm.callTool("ptc_workflow", { workflow: { graph: { nodes: [{ id: "inspect", kind: "session_status", params: { session_id: "s", result_view: "full" } }] } } });
