@@ -14,13 +14,15 @@
 // Memory layout of the SharedArrayBuffer (Int32 words, then two rings):
 //   0 host→worker head, 1 host→worker tail, 2 worker→host head, 3 worker→host tail,
 //   4 worker asleep (0/1), 5 worker wake word, 6 host asleep (0/1), 7 host doorbell word,
-//   8 abort word (the host stores the number of the run to stop), 9-15 spare.
+//   8 abort word (the host stores the number of the run to stop), 9 host→worker and 10
+//   worker→host messages posted to the overflow port (so the reader asks the port only then:
+//   receiveMessageOnPort costs microseconds), 11-15 spare.
 // A frame: length word (bit 31: text), sequence word, the payload, padding to 4 bytes. A frame
 // never wraps: a length word of -1 means "continue at the start".
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 
 const HEADER_WORDS = 16;
-const W = { toWorkerHead: 0, toWorkerTail: 1, toHostHead: 2, toHostTail: 3, workerAsleep: 4, workerWake: 5, hostAsleep: 6, hostBell: 7, abort: 8 } as const;
+const W = { toWorkerHead: 0, toWorkerTail: 1, toHostHead: 2, toHostTail: 3, workerAsleep: 4, workerWake: 5, hostAsleep: 6, hostBell: 7, abort: 8, toWorkerPosted: 9, toHostPosted: 10 } as const;
 const WRAP = -1;
 const TEXT_FLAG = 0x80000000;
 const FRAME_HEADER = 8;
@@ -53,6 +55,8 @@ class Lane {
   private receiveSeq = 0;
   /** Messages taken from the port ahead of their turn. */
   private readonly early = new Map<number, BridgeMessage>();
+  /** Port messages taken so far (the sender counts the ones it posted in a shared word). */
+  private taken = 0;
   overflowed = 0;
 
   constructor(
@@ -61,6 +65,7 @@ class Lane {
     private readonly capacity: number,
     private readonly head: number,
     private readonly tail: number,
+    private readonly posted: number,
     private readonly port: MessagePort,
   ) {
     this.words = new Int32Array(buffer, 0, HEADER_WORDS);
@@ -80,6 +85,7 @@ class Lane {
       if (typeof payload !== "string" && payload.byteOffset === 0 && payload.byteLength === payload.buffer.byteLength && !(payload.buffer instanceof SharedArrayBuffer)) {
         this.port.postMessage(message, [payload.buffer as ArrayBuffer]);
       } else this.port.postMessage(message);
+      Atomics.add(this.words, this.posted, 1);
     }
   }
 
@@ -130,7 +136,9 @@ class Lane {
       return framed.payload;
     }
     // The message in turn went through the port (the frame in the ring, if any, comes later).
+    if (Atomics.load(this.words, this.posted) === this.taken) return undefined;
     for (let next = receiveMessageOnPort(this.port); next; next = receiveMessageOnPort(this.port)) {
+      this.taken++;
       const { seq, payload } = next.message as Overflow;
       if (seq === expected) {
         this.receiveSeq = (expected + 1) >>> 0;
@@ -141,9 +149,9 @@ class Lane {
     return undefined;
   }
 
-  /** Something may be waiting: a frame in the ring (the port is checked by receive). */
+  /** Something is waiting: a frame in the ring, or a message posted to the port and not yet taken. */
   hasFrame(): boolean {
-    return Atomics.load(this.words, this.head) !== Atomics.load(this.words, this.tail);
+    return this.early.size > 0 || Atomics.load(this.words, this.head) !== Atomics.load(this.words, this.tail) || Atomics.load(this.words, this.posted) !== this.taken;
   }
 
   private frame?: { seq: number; payload: BridgeMessage; next: number };
@@ -187,11 +195,13 @@ function align4(value: number): number {
   return (value + 3) & ~3;
 }
 
-function lanes(init: BridgeInit): { toWorker: [SharedArrayBuffer, number, number, number, number, MessagePort]; toHost: [SharedArrayBuffer, number, number, number, number, MessagePort] } {
+type LaneArgs = [SharedArrayBuffer, number, number, number, number, number, MessagePort];
+
+function lanes(init: BridgeInit): { toWorker: LaneArgs; toHost: LaneArgs } {
   const base = HEADER_WORDS * 4;
   return {
-    toWorker: [init.buffer, base, init.ringBytes, W.toWorkerHead, W.toWorkerTail, init.toWorker],
-    toHost: [init.buffer, base + init.ringBytes, init.ringBytes, W.toHostHead, W.toHostTail, init.toHost],
+    toWorker: [init.buffer, base, init.ringBytes, W.toWorkerHead, W.toWorkerTail, W.toWorkerPosted, init.toWorker],
+    toHost: [init.buffer, base + init.ringBytes, init.ringBytes, W.toHostHead, W.toHostTail, W.toHostPosted, init.toHost],
   };
 }
 
@@ -332,10 +342,16 @@ export class HostBridge {
     const wake = () => {
       this.sleeping = false;
       Atomics.store(this.words, W.hostAsleep, 0);
-      this.schedule();
+      // Straight on: the wait's own task is the turn; another setImmediate would cost one more.
+      if (!this.scheduled) this.pump();
     };
     if (waited.async) void waited.value.then(wake);
-    else wake();
+    else {
+      // The bell moved between reading it and waiting: look again on the next turn.
+      this.sleeping = false;
+      Atomics.store(this.words, W.hostAsleep, 0);
+      this.schedule();
+    }
   }
 }
 
