@@ -19,6 +19,7 @@ import {
   type TemplateSetup,
 } from "../../src/engine/snapshot.js";
 import { newWasmInstance, pagesFor } from "../../src/engine/wasm-instance.js";
+import { MAX_STACK_BYTES } from "../../src/codemode/limits.js";
 
 const require = createRequire(import.meta.url);
 const MEMORY = 8 * 1024 * 1024;
@@ -100,6 +101,10 @@ describe("what the snapshot relies on (quickjs-emscripten 0.32, release-sync)", 
     expect(facts.stackTop).toBe(layout.stackTop);
     expect(facts.brkCandidates.get(layout.brkAddress)).toBe(layout.heapBase);
     expect(facts.dataEnd).toBeLessThanOrEqual(layout.stackLow);
+  });
+
+  it("the C stack has room for the largest stack limit a run may ask for, plus native frames", () => {
+    expect(layout.stackTop - layout.stackLow - MAX_STACK_BYTES).toBeGreaterThanOrEqual(512 * 1024);
   });
 
   it("the derived layout: statics, then the stack, then the heap, with the runtime's stack top just below the stack's", () => {
