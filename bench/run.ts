@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import vm from "node:vm";
 import { Worker } from "node:worker_threads";
 import Table from "cli-table3";
+import type { QuickJSContext } from "quickjs-emscripten";
 import { createCodemode, defineTool, z, type Codemode } from "../src/index.js";
 import { newWasmInstance, pagesFor } from "../src/engine/wasm-instance.js";
 import { preludeSource } from "../src/package-files.js";
@@ -201,27 +202,25 @@ async function fastPaths(): Promise<FastPath[]> {
   const pages = pagesFor(64 * 1024 * 1024);
   const fresh = await newWasmInstance(pages);
   const config = JSON.stringify({ tools: ["echo", "rows", "ns.inner"], globals: {} });
-  const freshVm = () => {
-    const runtime = fresh.module.newRuntime();
-    const context = runtime.newContext();
+  /** What a run sets up today: the host function, the config, the prelude; returns the prelude's interface. */
+  const setUp = (context: QuickJSContext) => {
     const host = context.newFunction("__codemode_host", () => undefined);
     context.setProp(context.global, "__codemode_host", host);
     host.dispose();
     const json = context.newString(config);
     context.setProp(context.global, "__codemode_config", json);
     json.dispose();
-    context.unwrapResult(context.evalCode(prelude, "prelude.js", { type: "global", strict: true })).dispose();
+    return context.unwrapResult(context.evalCode(prelude, "prelude.js", { type: "global", strict: true }));
+  };
+  const freshVm = () => {
+    const runtime = fresh.module.newRuntime();
+    const context = runtime.newContext();
+    setUp(context).dispose();
     context.dispose();
     runtime.dispose();
   };
   const start = await startSnapshots(pages, ({ context }) => {
-    const host = context.newFunction("__codemode_host", () => undefined);
-    context.setProp(context.global, "__codemode_host", host);
-    host.dispose();
-    const json = context.newString(config);
-    context.setProp(context.global, "__codemode_config", json);
-    json.dispose();
-    const api = context.unwrapResult(context.evalCode(prelude, "prelude.js", { type: "global", strict: true }));
+    const api = setUp(context);
     const result = context.getProp(api, "result");
     api.dispose();
     return { result };
