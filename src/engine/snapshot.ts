@@ -526,10 +526,11 @@ const DIRTYING_PROGRAM = `
  * byte-identical to it. On success the two snapshots are ready to serve runs; on any surprise the
  * answer says why, and the caller takes the ordinary path (fresh runtime per run).
  */
-export async function startSnapshots(maxPages: number, setup: TemplateSetup): Promise<SnapshotStart> {
+export async function startSnapshots(maxPages: number, setup: TemplateSetup, layoutOverride?: MemoryLayout): Promise<SnapshotStart> {
   const started = performance.now();
   try {
-    const layout = await memoryLayout();
+    // The override exists for tests: a wrong layout must fail the self-test.
+    const layout = layoutOverride ?? (await memoryLayout());
     const [a, b] = await Promise.all([newWasmInstance(maxPages), newWasmInstance(maxPages)]);
     const first = InstanceSnapshot.create(a, layout, setup);
     const second = InstanceSnapshot.create(b, layout, setup);

@@ -103,13 +103,10 @@ describe("the bridge", () => {
 
   it("rings a host that fell asleep, once", async () => {
     const { bridge, received } = start("echo", { pollMs: 0.1 });
-    bridge.send("first");
-    await received(1);
-    // Idle far past the poll window: the host is asleep now, so the reply rings it, once.
-    await new Promise((resolve) => setTimeout(resolve, 50));
     const before = bridge.stats.hostRings;
-    bridge.send("after idle");
-    await received(2);
+    // The worker answers 50 ms later, long after the host's poll window: the host is asleep then.
+    bridge.send("later:50");
+    expect(await received(1)).toStrictEqual(["late"]);
     expect(bridge.stats.hostRings).toBe(before + 1);
   });
 
@@ -135,10 +132,12 @@ describe("a worker sleeping in Atomics.wait", () => {
   });
 
   it("is woken by an abort of its run, and not by an abort of another run", async () => {
-    const { bridge, received } = start("sleep", { sleepMs: 30_000, run: 7 });
+    const { bridge, inbox, received } = start("sleep", { sleepMs: 30_000, run: 7 });
     await received(1);
     bridge.abort(6);
     await new Promise((resolve) => setTimeout(resolve, 50));
+    // Woken by the other run's abort, it went back to sleep: no outcome yet.
+    expect(inbox).toStrictEqual(["sleeping"]);
     bridge.abort(7);
     const [, result] = await received(2);
     expect(JSON.parse(result as string).outcome).toBe("aborted");

@@ -318,6 +318,13 @@ describe("unsupported and misuse", () => {
     expect(start).toStrictEqual({ ok: false, reason: "the snapshot self-test failed: no prelude" });
   });
 
+  it("fails the self-test when the layout is wrong: a heap that starts later than it does is not all put back", async () => {
+    const wrong = { ...layout, heapBase: layout.heapBase + 4096 };
+    const start = await startSnapshots(PAGES, setup, wrong);
+    expect(start.ok).toBe(false);
+    if (!start.ok) expect(start.reason).toMatch(/^a restored instance differs from a never-used one at \d+ bytes/);
+  });
+
   it("refuses binaries it cannot lay out: own memory, several mutable globals, an exported stack pointer, computed data offsets", () => {
     const header = [0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00];
     const module = (...sections: number[][]) => Uint8Array.from([...header, ...sections.flat()]);
