@@ -422,8 +422,8 @@ export class InstanceSnapshot {
    * Call restore() before acquiring again.
    */
   acquire(): RestoredVm {
-    check(!this.instance.dead, "the instance is dead");
-    check(!this.acquired, "acquire() twice without a restore() in between");
+    if (this.instance.dead) throw new Error("the instance is dead");
+    if (this.acquired) throw new Error("acquire() twice without a restore() in between");
     this.acquired = true;
     const { module: em, ffi, callbacks } = this.internals;
     // Disposing these handles must not free the runtime or context in C: the restore puts the
