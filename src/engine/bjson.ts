@@ -8,8 +8,8 @@
 // (JSON writes "0"), keys with undefined values are left out, integers that fit 32 bits are
 // QuickJS ints and other numbers doubles (as its JSON.parse makes them), strings are 8-bit when
 // every unit fits (lone surrogates survive in 16-bit ones), keys go in the order
-// JSON.stringify would write them. The encoder also counts the exact UTF-8 bytes of that JSON, so
-// the crossing limit keeps meaning "bytes of JSON".
+// JSON.stringify would write them. The encoder also bounds the UTF-8 bytes of that JSON (exact
+// but for doubles), so the crossing limit keeps meaning "bytes of JSON".
 //
 // Format (JS_WriteObject/JS_ReadObject, BC_VERSION 5 in QuickJS 2025-09-13; checked at start-up by
 // bjsonSelfTest against the engine's own writer): a version byte; an atom table (LEB128 count,
@@ -30,11 +30,20 @@ const MAX_ATOM_INT = 2 ** 31 - 1;
 const NEEDS_JSON_CARE = /[^\x20\x21\x23-\x5b\x5d-\x7e]/;
 const WIDE = /[^\x00-\xff]/;
 
-/** Bytes for the guest, and the UTF-8 length of the JSON the same value would have been. */
+/** Bytes for the guest, and a bound on the UTF-8 length of the JSON the same value would have been. */
 export interface BjsonEncoding {
   bytes: Uint8Array;
-  jsonBytes: number;
+  /**
+   * At least the JSON's UTF-8 length, and exactly it when the value holds no non-integer number:
+   * a double counts as its longest form (24 bytes) because formatting each one to measure it cost
+   * as much as the rest of the encoding. Past the crossing limit, take the JSON path: it measures
+   * exactly and says so in its error.
+   */
+  jsonBytesAtMost: number;
 }
+
+/** The longest JSON a double takes, e.g. -2.2250738585072014e-308. */
+const MAX_DOUBLE_JSON = 24;
 
 export type BjsonEncoder = (value: unknown) => BjsonEncoding | undefined;
 
@@ -99,7 +108,7 @@ export class BjsonWriter {
     this.buffer[this.position++] = TAG.float64;
     this.view.setFloat64(this.position, value, true);
     this.position += 8;
-    this.json += String(value).length;
+    this.json += MAX_DOUBLE_JSON;
     return true;
   }
 
@@ -232,7 +241,7 @@ export class BjsonWriter {
     bytes[0] = BJSON_VERSION;
     bytes.set(table, 1);
     bytes.set(value, 1 + table.length);
-    return { bytes, jsonBytes: this.json };
+    return { bytes, jsonBytesAtMost: this.json };
   }
 }
 
