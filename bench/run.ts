@@ -5,7 +5,6 @@ import Table from "cli-table3";
 import { createCodemode, defineTool, z, type Codemode } from "../src/index.js";
 import { newWasmInstance, pagesFor } from "../src/engine/wasm-instance.js";
 import { benchTasks } from "./tasks.js";
-import { benchViews } from "./views.js";
 
 interface Row {
   name: string;
@@ -112,7 +111,6 @@ async function main(): Promise<void> {
   await cm.close();
 
   rows.push(...(await benchTasks()));
-  rows.push(...(await benchViews()));
 
   const table = new Table({ head: ["measure (median)", "codemode", "node:vm floor", "ratio", "note"] });
   for (const row of rows) {
