@@ -1,6 +1,6 @@
 import { takeTail } from "../text.js";
 import { z } from "zod";
-import { defineTool, pinnedText, ToolError, type Tool, type ToolContext } from "../tools/index.js";
+import { defineTool, pinnedText, ToolError, type PinnedText, type Tool, type ToolContext } from "../tools/index.js";
 import { TaskError, TaskHost, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type TaskRecord, type TaskStatus } from "../tasks/index.js";
 import {
   detailRecord,
@@ -66,7 +66,7 @@ function statusLine(r: SnakeRecord): string {
 }
 
 /** The status and usage lines, which survive any cut; the error message comes first after them. */
-function taskText(r: SnakeRecord, usage: SnakeRecord["usage"], rest: string[]): ReturnType<typeof pinnedText> {
+function taskText(r: SnakeRecord, usage: SnakeRecord["usage"], rest: string[]): PinnedText {
   const body = r.error_message !== undefined ? [`error: ${r.error_message}`, ...rest] : rest;
   return pinnedText(`${statusLine(r)}\n${usageLine(usage)}`, body.join("\n"));
 }
