@@ -28,6 +28,7 @@ import { executeRun } from "./run.js";
 import { SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
 import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
+import { spillingBound } from "./output.js";
 
 export interface CodemodeOptions {
   /** Host tools: `defineTool(...)` results or plain `{ name, description, execute }` objects. */
@@ -172,8 +173,10 @@ export class Codemode {
     this.assertOpen();
     if (typeof name !== "string") throw new TypeError(`name must be a tool name string, got ${describe(name)}`);
     const tool = this.toolList().find((candidate) => candidate.id === name || candidate.name === name);
+    // Content over the budget is cut like run output: head and tail, and the whole text in a spill file.
+    const boundOutput = spillingBound(this.spillDir, this.limits.maxSpillBytes);
     if (!tool) {
-      return errorResult(new ToolError("tool_not_found", `no tool named "${name}"; available: ${this.toolList().map((t) => t.id).join(", ")}`));
+      return errorResult(new ToolError("tool_not_found", `no tool named "${name}"; available: ${this.toolList().map((t) => t.id).join(", ")}`), { outputBudget: this.limits.outputBudget, boundOutput });
     }
     try {
       const signal = options.signal ?? new AbortController().signal;
@@ -181,13 +184,14 @@ export class Codemode {
         ctx: { signal, callId: `direct:${Date.now().toString(36)}`, runId: "direct", depth: 0 },
         hooks: this.options.hooks,
         outputBudget: this.limits.outputBudget,
+        boundOutput,
         development: this.options.development ?? false,
       });
       // A program that failed is an error result for the model, though the tool itself worked.
       if (tool.name === RUN_CODE_TOOL && (result.structuredContent as { status?: string } | undefined)?.status === "error") result.isError = true;
       return result;
     } catch (error) {
-      return errorResult(error, { outputBudget: this.limits.outputBudget });
+      return errorResult(error, { outputBudget: this.limits.outputBudget, boundOutput });
     }
   }
 
@@ -294,7 +298,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     throw error;
   }
   runScript = codemodeScriptRunner(cm);
-  childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), { hooks: options.hooks });
+  childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), { hooks: options.hooks, boundOutput: spillingBound(spillDir, limits.maxSpillBytes) });
   return cm;
 }
 

@@ -1,4 +1,4 @@
-import { describeTool, invokeTool, type Tool, type ToolHooks } from "../tools/index.js";
+import { describeTool, invokeTool, type BoundOutput, type Tool, type ToolHooks } from "../tools/index.js";
 import type { ChildToolProvider } from "../tasks/index.js";
 import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
 
@@ -6,6 +6,8 @@ export interface ChildToolOptions {
   /** Tools that never change anything; read-only agents are offered only these. */
   readOnlyTools?: readonly string[];
   hooks?: ToolHooks;
+  /** How a result over the output budget is cut (and where its whole text is saved). */
+  boundOutput?: BoundOutput;
 }
 
 /**
@@ -30,6 +32,7 @@ export function childToolProvider(tools: readonly Tool[], options: ChildToolOpti
       const result = await invokeTool(tool, args, {
         ctx: { signal: ctx.signal, callId: `child-${++seq}`, runId: `task-${ctx.taskId}`, depth: ctx.depth, taskId: ctx.taskId },
         ...(options.hooks ? { hooks: options.hooks } : {}),
+        ...(options.boundOutput ? { boundOutput: options.boundOutput } : {}),
       });
       return result.content.map((c) => c.text).join("\n");
     },

@@ -84,6 +84,8 @@ export interface OutputPage {
   /** Total bytes of the log (the next `since_bytes`). */
   outputBytes: number;
   truncated: boolean;
+  /** A truncated page whose first line is the end of a longer one (a long last line kept). */
+  startsMidLine?: boolean;
   fullPath?: string;
   preview?: string;
 }
@@ -213,6 +215,10 @@ export class TaskHost {
         `cannot spawn agent "${agent.name}": ${this.queue.length} tasks are already waiting for one of ${this.maxRunning} slots (the host's limit is ${this.maxQueued} waiting); wait for some to finish (poll ptc_task_list) or stop ones you no longer need (ptc_task_stop), then spawn again`,
       );
     }
+    // "enforced" only where the host is the child's sole way to act: a script runs in the sandbox
+    // and an openai model acts only through the tools offered to it, so both get only read-only
+    // tools. A command is its own process and a function is host code with the host's own
+    // authority (file system, network, processes); no wall confines either: "advisory".
     const readOnlyTier: ReadOnlyTier | undefined = agent.readOnly
       ? agent.driver === "script" || agent.driver === "openai"
         ? "enforced"
@@ -317,6 +323,7 @@ export class TaskHost {
     const page = this.store.readOutput(id, Math.max(since, total - (OUTPUT_TAIL_BYTES + 1)), total);
     const tail = tailTruncate(page);
     const result: OutputPage = { record: { ...record, outputBytes: total }, output: tail.text, outputBytes: total, truncated: tail.truncated };
+    if (tail.startsMidLine) result.startsMidLine = true;
     if (tail.truncated) result.fullPath = this.fullLogPath(id, total);
     // "Small" = the whole log would fit one untruncated page; large logs get a tail and a path only.
     if (total > 0 && total <= SMALL_OUTPUT_BYTES) {
@@ -514,7 +521,10 @@ export class TaskHost {
 
     // Whatever happens to the final write, the slot is freed and the caller is answered.
     try {
-      const channelReport = this.reportFor(live, outputBytes);
+      // Reports are stored only on success, and the channel says what was stored: a failed child's
+      // trailing JSON block or report event is not a report, so its channel is "none".
+      const channelReport: { channel: ReportChannel; report?: ReportBody } =
+        status === "succeeded" ? this.reportFor(live, outputBytes) : { channel: live.agent.report ? "none" : "opted-out" };
       this.transition(live, status, (r) => {
         r.endedAt = Date.now();
         r.outputBytes = outputBytes;
@@ -523,7 +533,7 @@ export class TaskHost {
         if (wasRunning && result.exitCode >= 0) r.exitCode = result.exitCode;
         if (error !== undefined) r.errorMessage = error;
         if (status === "canceled" && live.stopReason !== undefined) r.stopReason = live.stopReason;
-        if (status === "succeeded" && channelReport.report) r.report = { ...channelReport.report, usage: { ...usage } };
+        if (channelReport.report) r.report = { ...channelReport.report, usage: { ...usage } };
       });
       this.live.delete(id);
       live.settle({ ...live.record });
