@@ -34,6 +34,8 @@ export function toolInfoTool(list: () => readonly Tool[]): Tool {
   if (typeof list !== "function") throw new TypeError(`toolInfoTool: "list" must be a function returning the tools, received ${describeValue(list)}`);
   return defineTool({
     name: "tool_info",
+    title: "Describe a tool",
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     description:
       "Describe one tool: its input schema and the JSON Schema of what it returns (output_schema is the compact view; output_views lists compact and full for tools that accept result_view).",
     input: z.object({ tool_id: z.string().min(1).describe('The tool id, e.g. "read_file" or "github.create_issue".') }),
