@@ -3,7 +3,7 @@
 import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { createCodemode, type Codemode } from "../codemode/codemode.js";
+import { createCodemode, type Codemode, type CodemodeOptions } from "../codemode/codemode.js";
 import { connectUpstreams, type Upstreams } from "../mcp/upstream.js";
 import type { Tool } from "../tools/index.js";
 import { workspaceTools } from "../workspace/index.js";
@@ -23,6 +23,8 @@ export interface RuntimeOptions {
   upstream?: boolean;
   /** Keep a sandbox worker warm (default true; commands that run no program skip it). */
   warm?: boolean;
+  /** Declarations budgets (`CodemodeOptions.declarations`), e.g. from `codemode mcp --declarations-budget`. */
+  declarations?: CodemodeOptions["declarations"];
 }
 
 export async function openRuntime(config: CodemodeConfig, cwd: string, options: RuntimeOptions = {}): Promise<Runtime> {
@@ -35,7 +37,7 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
     tools.push(...upstreams.tools);
     // Agents: the configured directory first, then the user's own (~/.codemode/agents).
     const agentDirs = [...new Set([config.agentsDir, join(homedir(), ".codemode", "agents")])];
-    cm = await createCodemode({ tools, dataDir: config.dataDir, cwd, agentDirs, limits: config.limits, ...(options.warm === false ? { workers: { min: 0 } } : {}) });
+    cm = await createCodemode({ tools, dataDir: config.dataDir, cwd, agentDirs, limits: config.limits, ...(options.warm === false ? { workers: { min: 0 } } : {}), ...(options.declarations ? { declarations: options.declarations } : {}) });
   } catch (error) {
     await upstreams.close();
     throw error;

@@ -11,6 +11,8 @@ import {
   renderDeclarations,
   toIdentifier,
   toolInfoTool,
+  toolSearchTool,
+  TOOL_SEARCH_TOOL,
   toTool,
   ToolError,
   type ResultView,
@@ -49,7 +51,16 @@ export interface CodemodeOptions {
   development?: boolean;
   /** Sandbox worker threads: at most `max` runs at once (default 16), `min` kept warm (default 1). */
   workers?: { max?: number; min?: number };
+  /**
+   * Bytes of TypeScript declarations per reader: `prompt`, what ptc_run_code's description carries
+   * and cm.declarations() gives by default (8,000); `search`, what one tool_search answer with
+   * `declarations: true` may carry (24,000). Past a budget tools are listed by name and one line.
+   */
+  declarations?: { prompt?: number; search?: number };
 }
+
+/** The default declarations budgets (bytes) per reader; see `CodemodeOptions.declarations`. */
+export const DEFAULT_DECLARATIONS_BUDGETS: Readonly<{ prompt: number; search: number }> = Object.freeze({ prompt: 8_000, search: 24_000 });
 
 export interface RunOptions {
   timeoutMs?: number;
@@ -195,9 +206,25 @@ export class Codemode {
     }
   }
 
-  /** TypeScript declarations of the `tools` namespace a program sees, for a model's prompt. */
+  /**
+   * TypeScript declarations of the `tools` namespace a program sees, for a model's prompt (within
+   * the `prompt` budget unless `budgetBytes` says otherwise; Infinity for all of them). Order of
+   * precedence for the budget: tool_search and tool_info (small, and how every other tool's types
+   * are found), then the host's tools (what this runtime was set up for), then the runtime's
+   * others (described by the binding contract, and listed to an MCP client directly).
+   */
   declarations(options: { budgetBytes?: number } = {}): string {
-    return renderDeclarations([...this.toolPaths.values()], options);
+    const reachable = [...this.toolPaths.values()];
+    const host = new Set(this.hostTools);
+    const finders = reachable.filter((tool) => !host.has(tool) && (tool.name === TOOL_SEARCH_TOOL || tool.name === "tool_info"));
+    const ordered = [...finders, ...reachable.filter((tool) => host.has(tool)), ...reachable.filter((tool) => !host.has(tool) && !finders.includes(tool))];
+    return renderDeclarations(ordered, { budgetBytes: options.budgetBytes ?? this.budgets.prompt });
+  }
+
+  /** @internal the declarations budgets in force. */
+  get budgets(): { prompt: number; search: number } {
+    const given = this.options.declarations ?? {};
+    return { prompt: given.prompt ?? DEFAULT_DECLARATIONS_BUDGETS.prompt, search: given.search ?? DEFAULT_DECLARATIONS_BUDGETS.search };
   }
 
   async close(): Promise<void> {
@@ -245,6 +272,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     }
   }
   if (options.development !== undefined && typeof options.development !== "boolean") throw new TypeError(`options.development must be a boolean, got ${describe(options.development)}`);
+  checkDeclarationBudgets(options.declarations);
   const workers = options.workers ?? {};
   for (const key of ["max", "min"] as const) {
     const value = workers[key];
@@ -288,7 +316,8 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   const cm = new Codemode(engine, limits, options, spillDir, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
   try {
     const workflow = ptcWorkflowTool({ host: tasks, tools: () => cm.toolList(), hooks: options.hooks, development: options.development ?? false, limits });
-    cm.addTools([...ptcTools(tasks), workflow, toolInfoTool(() => cm.toolList())], "runtime");
+    const searchable = () => cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL);
+    cm.addTools([...ptcTools(tasks), workflow, toolInfoTool(() => cm.toolList()), toolSearchTool(searchable, { declarationsBudget: cm.budgets.search })], "runtime");
     cm.addTools(tools, "host");
     // Last, so its description can carry the declarations of every tool a program can reach.
     cm.addTools([runCodeTool(cm, cm.declarations())], "runtime");
@@ -300,6 +329,17 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   runScript = codemodeScriptRunner(cm);
   childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), { hooks: options.hooks, boundOutput: spillingBound(spillDir, limits.maxSpillBytes) });
   return cm;
+}
+
+function checkDeclarationBudgets(value: CodemodeOptions["declarations"]): void {
+  if (value === undefined) return;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError(`options.declarations must be an object { prompt?, search? } of byte budgets, got ${describe(value)}`);
+  for (const [key, bytes] of Object.entries(value)) {
+    if (key !== "prompt" && key !== "search") throw new TypeError(`options.declarations.${key} is not a declarations budget; known: prompt, search`);
+    if (bytes !== undefined && bytes !== Infinity && (!Number.isInteger(bytes) || bytes < 256)) {
+      throw new RangeError(`options.declarations.${key} must be an integer number of bytes ≥ 256 (or Infinity), got ${describe(bytes)}`);
+    }
+  }
 }
 
 function checkRunOptions(options: RunOptions, where: string): InternalRunOptions {

@@ -30,4 +30,6 @@ export type {
   PostErrorEvent,
   ToolDescriptor,
   ToolDescriptorView,
+  ToolAnnotations,
 } from "./types.js";
+export { toolSearchTool, TOOL_SEARCH_TOOL, type ToolSearchOptions } from "./tool-search.js";

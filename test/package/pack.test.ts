@@ -138,7 +138,7 @@ describe("the packed package, installed into another project", () => {
     try {
       expect(client.getServerVersion()).toStrictEqual({ name: "codemode", version: manifest.version });
       const { tools } = await client.listTools();
-      expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(["ptc_run_code", "ptc_subagent", "ptc_task_output", "tool_info"]));
+      expect(tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(["ptc_run_code", "ptc_subagent", "ptc_task_output", "tool_info", "tool_search"]));
       const code = `const notes = await tools.read_file({ path: "notes.md" });
 const shout = await tools.ptc_subagent({ agent: "shout", task: "installed" });
 const out = await tools.ptc_task_output({ task_id: (await tools.ptc_task_list({})).tasks[0].id });
