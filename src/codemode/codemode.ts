@@ -81,6 +81,8 @@ export interface InternalRunOptions extends RunOptions {
   allowTools?: (path: string, tool: Tool) => boolean;
   /** The session lives for this run only (a task's own): never read from or written to disk, dropped after. */
   ephemeralSession?: boolean;
+  /** Sees the program's text() output as it is flushed during the run (ptc_run_code's progress). */
+  onOutput?: (chunks: readonly string[]) => void;
 }
 
 const DEFAULT_SESSION = "default";
@@ -156,6 +158,7 @@ export class Codemode {
         onStored: () => {
           stored = true;
         },
+        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
       },
       {
         code,
@@ -179,10 +182,14 @@ export class Codemode {
     return result;
   }
 
-  /** Call a tool directly, as a model would, and get its three channels. Failures are `isError` results. */
-  async callTool(name: string, input: unknown = {}, options: { signal?: AbortSignal } = {}): Promise<ToolCallResult> {
+  /**
+   * Call a tool directly, as a model would, and get its three channels. Failures are `isError`
+   * results. `progress` hears what the tool reports while it runs (`ctx.progress`).
+   */
+  async callTool(name: string, input: unknown = {}, options: { signal?: AbortSignal; progress?: (message: string) => void } = {}): Promise<ToolCallResult> {
     this.assertOpen();
     if (typeof name !== "string") throw new TypeError(`name must be a tool name string, got ${describe(name)}`);
+    if (options.progress !== undefined && typeof options.progress !== "function") throw new TypeError(`options.progress must be a function (message: string) => void, got ${describe(options.progress)}`);
     const tool = this.toolList().find((candidate) => candidate.id === name || candidate.name === name);
     // Content over the budget is cut like run output: head and tail, and the whole text in a spill file.
     const boundOutput = spillingBound(this.spillDir, this.limits.maxSpillBytes);
@@ -192,7 +199,7 @@ export class Codemode {
     try {
       const signal = options.signal ?? new AbortController().signal;
       const result = await invokeTool(tool, input, {
-        ctx: { signal, callId: `direct:${Date.now().toString(36)}`, runId: "direct", depth: 0 },
+        ctx: { signal, callId: `direct:${Date.now().toString(36)}`, runId: "direct", depth: 0, ...(options.progress ? { progress: options.progress } : {}) },
         hooks: this.options.hooks,
         outputBudget: this.limits.outputBudget,
         boundOutput,

@@ -27,6 +27,8 @@ export interface RunEnvironment {
   store: Map<string, string>;
   /** Called after the program changed the store, so a persisted session can be written back. */
   onStored?: () => void;
+  /** Sees text() output as the program flushes it, while it runs (progress for a client). */
+  onOutput?: (chunks: readonly string[]) => void;
 }
 
 export interface RunSettings {
@@ -88,6 +90,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
       },
       onFlush(text, lines) {
         if (text.length) output.append(text);
+        if (text.length) env.onOutput?.(text);
         for (const line of lines) if (consoleLines.length < CONSOLE_LINES) consoleLines.push(line);
       },
       onStore(key, json) {
