@@ -93,6 +93,8 @@ export class Codemode {
   private readonly hostTools: Tool[] = [];
   private readonly runtimeTools: Tool[] = [];
   private toolPaths = new Map<string, Tool>();
+  /** The tools a task's run may call (its agent's allow-list), while it runs: what tool_info and tool_search show it. */
+  private readonly taskFilters = new Map<string, (path: string, tool: Tool) => boolean>();
 
   /** @internal use createCodemode() */
   constructor(
@@ -124,6 +126,12 @@ export class Codemode {
     return [...this.runtimeTools, ...this.hostTools];
   }
 
+  /** @internal the tools a call can see: all of them, or for a task's run what its agent allows. */
+  visibleTools(ctx: { taskId?: string }): Tool[] {
+    const filter = ctx.taskId === undefined ? undefined : this.taskFilters.get(ctx.taskId);
+    return filter ? this.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL && filter(toolPath(tool), tool)) : this.toolList();
+  }
+
   /** Descriptors of every tool a model can call, the runtime's own included. */
   get tools(): ToolDescriptor[] {
     return this.toolList().map(describeTool);
@@ -147,6 +155,8 @@ export class Codemode {
       tools = allowed;
     }
     let stored = false;
+    const filtered = options.allowTools !== undefined && options.taskId !== undefined;
+    if (filtered) this.taskFilters.set(options.taskId!, options.allowTools!);
     const result = await executeRun(
       {
         engine: this.engine,
@@ -170,7 +180,9 @@ export class Codemode {
         taskId: options.taskId,
         globals: options.globals ?? {},
       },
-    );
+    ).finally(() => {
+      if (filtered) this.taskFilters.delete(options.taskId!);
+    });
     if (stored && !options.ephemeralSession) {
       // The program ran and its calls took effect: a failed save is reported, not thrown.
       try {
@@ -323,8 +335,8 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   const cm = new Codemode(engine, limits, options, spillDir, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
   try {
     const workflow = ptcWorkflowTool({ host: tasks, tools: () => cm.toolList(), hooks: options.hooks, development: options.development ?? false, limits });
-    const searchable = () => cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL);
-    cm.addTools([...ptcTools(tasks), workflow, toolInfoTool(() => cm.toolList()), toolSearchTool(searchable, { declarationsBudget: cm.budgets.search })], "runtime");
+    const searchable = (ctx: { taskId?: string }) => cm.visibleTools(ctx).filter((tool) => tool.name !== RUN_CODE_TOOL);
+    cm.addTools([...ptcTools(tasks), workflow, toolInfoTool((ctx) => cm.visibleTools(ctx)), toolSearchTool(searchable, { declarationsBudget: cm.budgets.search })], "runtime");
     cm.addTools(tools, "host");
     // Last, so its description can carry the declarations of every tool a program can reach.
     cm.addTools([runCodeTool(cm, cm.declarations())], "runtime");

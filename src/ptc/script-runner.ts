@@ -26,8 +26,8 @@ export interface ScriptRunnerOptions {
   readOnlyTools?: readonly string[];
 }
 
-/** Task tools every script child may use to look at tasks. */
-const TASK_READ_TOOLS = ["ptc_task_list", "ptc_task_output", "tool_info"];
+/** Tools every script child may use to look at tasks and at the tools there are. */
+const TASK_READ_TOOLS = ["ptc_task_list", "ptc_task_output", "tool_info", "tool_search"];
 /** Spawning and stopping change the world; a read-only child could escape its tier through a writable subagent. */
 const TASK_WRITE_TOOLS = ["ptc_subagent", "ptc_task_stop"];
 

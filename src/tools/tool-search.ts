@@ -9,6 +9,7 @@ import { renderDeclarations } from "./declarations.js";
 import { defineTool, isTool, toolInternals, type Tool } from "./define.js";
 import { describeValue, ToolError } from "./errors.js";
 import { isPlainObject } from "./json.js";
+import type { ToolContext } from "./types.js";
 
 export const TOOL_SEARCH_TOOL = "tool_search";
 const DEFAULT_LIMIT = 10;
@@ -82,11 +83,12 @@ export interface ToolSearchOptions {
 }
 
 /**
- * The `tool_search` tool over `list()` (read on every call, so tools added later are found):
+ * The `tool_search` tool over `list(ctx)` (read on every call, so tools added later are found,
+ * with the call's context, so a caller that reaches fewer tools is shown only those):
  * matches with their path and one line, how many matched in all, and with `declarations: true`
  * the TypeScript declarations of the matches.
  */
-export function toolSearchTool(list: () => readonly Tool[], options: ToolSearchOptions = {}): Tool {
+export function toolSearchTool(list: (ctx: ToolContext) => readonly Tool[], options: ToolSearchOptions = {}): Tool {
   if (typeof list !== "function") throw new TypeError(`toolSearchTool: "list" must be a function returning the tools, received ${describeValue(list)}`);
   const budget = options.declarationsBudget ?? 24_000;
   if (!(Number.isInteger(budget) || budget === Infinity) || budget < 1) throw new TypeError(`toolSearchTool: "options.declarationsBudget" must be a positive integer (or Infinity), received ${String(budget)}`);
@@ -113,8 +115,8 @@ export function toolSearchTool(list: () => readonly Tool[], options: ToolSearchO
       declarations: z.boolean().optional().describe("Also return the TypeScript declarations of the matches"),
     }),
     output,
-    execute: ({ query, limit, declarations }) => {
-      const tools = list();
+    execute: ({ query, limit, declarations }, ctx) => {
+      const tools = list(ctx);
       if (!Array.isArray(tools) || !tools.every(isTool)) throw new TypeError(`toolSearchTool: "list" must return an array of tools, received ${describeValue(tools)}`);
       const terms = words(query).map(term).filter((t) => t !== null);
       if (terms.length === 0) {

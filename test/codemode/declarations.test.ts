@@ -60,4 +60,29 @@ return [found.matches[0].path, info.tool.descriptor.output_schema.required, orde
     expect(result.isError, result.content[0]!.text).toBeUndefined();
     expect(result.structuredContent.value).toStrictEqual(["tools.lookup_order", ["id", "lines", "total_cents"], 1250]);
   });
+
+  it("a script agent's program reaches tool_search and tool_info, and they show it only the tools its agent allows", async () => {
+    const scriptCode = 'const found = await tools.tool_search({ query: task }); const info = await tools.tool_info({ tool_id: "ptc_subagent" }).catch((e) => e.code); text(found.matches.map((m) => m.path).join(",") + " " + (info.tool ? "ptc_subagent" : info));';
+    cm = await createCodemode({
+      tools: [lookup],
+      workers: { min: 0 },
+      agents: [
+        { name: "finder", description: "Finds tools.", driver: "script", tools: ["lookup_order"], scriptCode },
+        { name: "reader", description: "Finds tools, read-only.", driver: "script", readOnly: true, tools: ["lookup_order"], scriptCode },
+      ],
+    });
+    const output = async (agent: string, task: string) => {
+      const result = await cm!.callTool("ptc_subagent", { agent, task, background: true });
+      const id = (result.structuredContent as { task_id: string }).task_id;
+      await cm!.tasks.wait(id);
+      return (await cm!.callTool("ptc_task_output", { task_id: id })).structuredContent as { status: string; output: string };
+    };
+    // Not ptc_workflow, whose description has "order" too: this agent cannot call it.
+    expect(await output("finder", "order")).toMatchObject({ status: "succeeded", output: "tools.lookup_order ptc_subagent" });
+    // A read-only agent reaches neither lookup_order (not known to be read-only) nor ptc_subagent.
+    expect(await output("reader", "order task")).toMatchObject({ status: "succeeded", output: "tools.ptc_task_output,tools.ptc_task_list tool_invalid_input" });
+    // A program of the host's own still sees every tool.
+    const top = await cm.run('return (await tools.tool_search({ query: "order" })).matches.map((m) => m.id)');
+    expect(top.structuredContent.value).toStrictEqual(["lookup_order", "ptc_workflow"]);
+  });
 });
