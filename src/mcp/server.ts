@@ -53,7 +53,7 @@ const ERROR_RECORD_SCHEMA = {
 
 /**
  * The MCP listing entry of one tool: its descriptor's schemas, and its title and annotations when
- * it has them (an upstream tool keeps its own; a tool that states none claims nothing).
+ * its definition states them (a tool that states none is listed claiming nothing).
  */
 export function mcpToolOf(runtimeTool: Tool, options: { outputSchemas?: boolean } = {}): McpTool {
   const descriptor: ToolDescriptor = describeTool(runtimeTool);
