@@ -92,8 +92,13 @@ export function checkPrivateDir(dir: string): boolean {
 
 /** Creates `dir` (and its missing parents, 0700) or checks the one that is there (see checkPrivateDir). */
 export function ensurePrivateDir(dir: string): string {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  checkPrivateDir(dir);
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    // Something else is in its place: say what.
+    if (!isErrno(error, "EEXIST", "ENOTDIR")) throw error;
+  }
+  if (!checkPrivateDir(dir)) throw new UnsafeFileError(`${dir} cannot be created: a parent of it is not a directory`, "not_directory");
   return dir;
 }
 
