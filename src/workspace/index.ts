@@ -3,7 +3,7 @@ import { z } from "zod";
 import { defineTool, ToolError, type Tool } from "../tools/index.js";
 import { writeAll } from "../safe-fs.js";
 import { checkGlob, openForRead, openForWrite, realRoot, resolveConfinement, type Confinement } from "./paths.js";
-import { readLineRange } from "./read.js";
+import { readLineRange, readLineRangeNow, readsAtOnce, type LineRange } from "./read.js";
 import { runScan } from "./scan-runner.js";
 
 export interface WorkspaceOptions {
@@ -65,7 +65,7 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
   if (!Number.isInteger(scanBudgetMs) || scanBudgetMs < 1) throw new TypeError(`workspaceTools: "scanBudgetMs" must be a positive integer of milliseconds, received ${String(options.scanBudgetMs)}`);
   const own = { hidden: pathList("hide", options.hide), protected: pathList("protect", options.protect) };
   // Resolved on every call: the runtime's dirs may be created (or added) after the tools are.
-  const confinement = (): Confinement => resolveConfinement({ root, hidden: own.hidden, protected: own.protected });
+  const confinement = (forWrite = false): Confinement => resolveConfinement({ root, hidden: own.hidden, protected: own.protected }, forWrite);
 
   const readCompact = z.object({
     path: z.string(),
@@ -84,42 +84,49 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
       end_line: z.number().int().min(1).optional(),
     }),
     views: { compact: readCompact, full: readCompact.extend({ bytes: z.number().int(), modified_at: z.string() }) },
-    execute: async ({ path, start_line, end_line }, ctx) => {
+    execute: ({ path, start_line, end_line }, ctx) => {
       const start = start_line ?? 1;
       if (end_line !== undefined && end_line < start) {
         throw new ToolError("tool_invalid_input", `"end_line" (${end_line}) must be ≥ "start_line" (${start})`, { reason: "schema_invalid" });
       }
       const { fd, stat, rel } = openForRead(confinement(), path);
-      let range;
-      try {
-        range = await readLineRange(fd, {
-          start,
-          ...(end_line === undefined ? {} : { end: end_line }),
-          maxLines: READ_MAX_LINES,
-          maxBytes: READ_MAX_BYTES,
-          signal: ctx.signal,
-          onAbort: () => {
-            throw new ToolError("tool_aborted", `read_file of "${rel}" was cancelled (the program ended or its deadline passed)`);
-          },
-        });
-      } finally {
-        closeSync(fd);
-      }
-      if (range.binary) throw new ToolError("tool_failed", `"${rel}" is a binary file; only text files can be read`, { reason: "binary_file" });
-      const { lines, totalLines, truncated } = range;
-      if (start > Math.max(totalLines, 1)) {
-        throw new ToolError("tool_invalid_input", `"start_line" ${start} is past the end of "${rel}" (${totalLines} lines)`, { reason: "schema_invalid" });
-      }
-      return {
-        path: rel,
-        content: lines.join("\n"),
-        start_line: start,
-        end_line: start + lines.length - 1,
-        total_lines: totalLines,
-        truncated,
-        bytes: stat.size,
-        modified_at: stat.mtime.toISOString(),
+      const range = { size: stat.size, start, ...(end_line === undefined ? {} : { end: end_line }), maxLines: READ_MAX_LINES, maxBytes: READ_MAX_BYTES };
+      const answer = (read: LineRange) => {
+        if (read.binary) throw new ToolError("tool_failed", `"${rel}" is a binary file; only text files can be read`, { reason: "binary_file" });
+        if (start > Math.max(read.totalLines, 1)) {
+          throw new ToolError("tool_invalid_input", `"start_line" ${start} is past the end of "${rel}" (${read.totalLines} lines)`, { reason: "schema_invalid" });
+        }
+        return {
+          path: rel,
+          content: read.lines.join("\n"),
+          start_line: start,
+          end_line: start + read.lines.length - 1,
+          total_lines: read.totalLines,
+          truncated: read.truncated,
+          bytes: stat.size,
+          modified_at: stat.mtime.toISOString(),
+        };
       };
+      if (readsAtOnce(stat.size)) {
+        try {
+          return answer(readLineRangeNow(fd, range));
+        } finally {
+          closeSync(fd);
+        }
+      }
+      const onAbort = (): never => {
+        throw new ToolError("tool_aborted", `read_file of "${rel}" was cancelled (the program ended or its deadline passed)`);
+      };
+      return readLineRange(fd, { ...range, signal: ctx.signal, onAbort }).then(
+        (read) => {
+          closeSync(fd);
+          return answer(read);
+        },
+        (error: unknown) => {
+          closeSync(fd);
+          throw error;
+        },
+      );
     },
     toModelOutput: (r) =>
       `${r.path} lines ${r.start_line}-${r.end_line} of ${r.total_lines}${r.truncated ? ` (cut; read on with start_line ${r.end_line + 1})` : ""}\n${r.content}`,
@@ -194,7 +201,7 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
         input: z.object({ path: z.string().describe("Path relative to the workspace root"), content: z.string() }),
         views: { compact: writeCompact, full: writeCompact.extend({ lines: z.number().int() }) },
         execute: ({ path, content }) => {
-          const { fd, rel, created } = openForWrite(confinement(), path);
+          const { fd, rel, created } = openForWrite(confinement(true), path);
           try {
             if (!created) ftruncateSync(fd, 0);
             writeAll(fd, Buffer.from(content));

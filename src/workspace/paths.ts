@@ -44,7 +44,7 @@ export function resolveReal(path: string): string {
   let existing = resolve(path);
   for (;;) {
     try {
-      return join(realpathSync(existing), ...rest);
+      return join(realpathSync.native(existing), ...rest);
     } catch {
       const parent = dirname(existing);
       if (parent === existing) return resolve(path);
@@ -61,7 +61,7 @@ export function realRoot(root: unknown): string {
   }
   const abs = resolve(root);
   if (!existsSync(abs) || !statSync(abs).isDirectory()) throw new TypeError(`workspaceTools: "root" must be an existing directory, "${abs}" is not`);
-  return realpathSync(abs);
+  return realpathSync.native(abs);
 }
 
 /**
@@ -80,7 +80,7 @@ export function confine(root: string, path: string, field = "path"): { abs: stri
   while (!existsSync(existing) && existing !== root) existing = dirname(existing);
   let real: string;
   try {
-    real = realpathSync(existing);
+    real = realpathSync.native(existing);
   } catch {
     // A dangling symlink: existsSync follows links, so it lands here only when the link's target is gone.
     refuse(`"${field}" ${JSON.stringify(path)} goes through a broken symbolic link`);
@@ -90,9 +90,24 @@ export function confine(root: string, path: string, field = "path"): { abs: stri
   return { abs, rel: relative(root, lexical).split(sep).join("/") };
 }
 
-/** The confinement with its hidden and protected paths resolved to real paths (they may not exist yet). */
-export function resolveConfinement(c: Confinement): Confinement {
-  return { root: c.root, hidden: c.hidden.map(resolveReal), protected: c.protected.map(resolveReal) };
+/** Real paths of the runtime's own dirs that exist (they are the operator's and stay put); the others are resolved again each time. */
+const settled = new Map<string, string>();
+
+function resolveOwn(path: string): string {
+  const known = settled.get(path);
+  if (known !== undefined) return known;
+  try {
+    const real = realpathSync.native(path);
+    settled.set(path, real);
+    return real;
+  } catch {
+    return resolveReal(path);
+  }
+}
+
+/** The confinement with its hidden (and, for writes, protected) paths resolved to real paths (they may not exist yet). */
+export function resolveConfinement(c: Confinement, forWrite: boolean): Confinement {
+  return { root: c.root, hidden: c.hidden.map(resolveOwn), protected: forWrite ? c.protected.map(resolveOwn) : [] };
 }
 
 /** Whether a real path lies in the runtime's own state (`hidden`, resolved). */
@@ -118,7 +133,7 @@ function openedPath(fd: number, abs: string): string | undefined {
   }
   // Without /proc: the name's real path counts only if it is the very file that was opened.
   try {
-    const real = realpathSync(abs);
+    const real = realpathSync.native(abs);
     const opened = fstatSync(fd);
     const named = statSync(real);
     return opened.dev === named.dev && opened.ino === named.ino ? real : undefined;
@@ -187,7 +202,7 @@ export function openForRead(c: Confinement, path: string, field = "path"): { fd:
 export function reachable(c: Confinement, abs: string): boolean {
   let real: string;
   try {
-    real = realpathSync(abs);
+    real = realpathSync.native(abs);
   } catch {
     return false;
   }
