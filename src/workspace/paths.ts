@@ -160,6 +160,10 @@ function notRegularError(rel: string, what: string): ToolError {
   return new ToolError("tool_failed", `"${rel}" is ${what}, not a regular file; only regular files are read or written`, { reason: "not_regular_file" });
 }
 
+function notFound(rel: string): ToolError {
+  return new ToolError("tool_failed", `file "${rel}" does not exist; find files with list_files`, { reason: "not_found" });
+}
+
 function errno(error: unknown): string {
   return (error as NodeJS.ErrnoException)?.code ?? "";
 }
@@ -176,7 +180,7 @@ export function openForRead(c: Confinement, path: string, field = "path"): { fd:
   try {
     named = statSync(abs);
   } catch {
-    throw new ToolError("tool_failed", `file "${rel}" does not exist; find files with list_files`, { reason: "not_found" });
+    throw notFound(rel);
   }
   if (named.isDirectory()) throw new ToolError("tool_failed", `"${rel}" is a directory; list it with list_files({ pattern: "${rel}/*" })`, { reason: "is_directory" });
   const early = notRegular(named);
@@ -185,7 +189,7 @@ export function openForRead(c: Confinement, path: string, field = "path"): { fd:
   try {
     fd = openSync(abs, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   } catch (error) {
-    if (errno(error) === "ENOENT") throw new ToolError("tool_failed", `file "${rel}" does not exist; find files with list_files`, { reason: "not_found" });
+    if (errno(error) === "ENOENT") throw notFound(rel);
     throw new ToolError("tool_failed", `"${rel}" cannot be opened: ${(error as Error).message}`);
   }
   const stat = fstatSync(fd);
