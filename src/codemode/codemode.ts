@@ -1,7 +1,6 @@
 // `createCodemode()`: the library's front door. It owns the sandbox engine, the tool set (the
 // host's tools plus the runtime's own), per-session stores, and turns every program outcome into
 // a RunResult. It rejects only for misuse of the API.
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SandboxEngine } from "../engine/engine.js";
 import {
@@ -20,6 +19,8 @@ import {
   type ToolHooks,
 } from "../tools/index.js";
 import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type AgentInput } from "../tasks/index.js";
+import { ensurePrivateDir, PrivateTempDir } from "../safe-fs.js";
+import { keepRuntimeFilesOut } from "../workspace/index.js";
 import { childToolProvider, codemodeScriptRunner, ptcTools } from "../ptc/index.js";
 import { ptcWorkflowTool } from "../workflow/index.js";
 import { checkLimits, mergeLimits, type Limits } from "./limits.js";
@@ -86,11 +87,16 @@ export class Codemode {
     private readonly engine: SandboxEngine,
     private readonly limits: Limits,
     private readonly options: CodemodeOptions,
-    private readonly spillDir: string,
+    /** Where run output past the budget is spilled: `<dataDir>/spill`, or a private temp dir removed on close. */
+    private readonly spill: string | PrivateTempDir,
     /** The background subagents this runtime hosts (what `ptc_*` tools act on). */
     readonly tasks: TaskHost,
     private readonly sessions: SessionStores,
   ) {}
+
+  private get spillDir(): string {
+    return typeof this.spill === "string" ? this.spill : this.spill.path;
+  }
 
   /** @internal */
   addTools(tools: readonly Tool[], kind: "host" | "runtime"): void {
@@ -160,7 +166,7 @@ export class Codemode {
     if (stored && !options.ephemeralSession) {
       // The program ran and its calls took effect: a failed save is reported, not thrown.
       try {
-        this.sessions.save(session);
+        await this.sessions.save(session);
       } catch (error) {
         result.details.warnings.push(`the session "${session}" could not be saved: ${(error as Error).message}`);
       }
@@ -209,6 +215,7 @@ export class Codemode {
     } finally {
       await this.engine.close();
       this.tasks.store.close();
+      if (typeof this.spill !== "string") this.spill.remove();
     }
   }
 
@@ -259,7 +266,11 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   const cwd = resolve(options.cwd ?? process.cwd());
   const dataDir = options.dataDir === undefined ? undefined : resolve(cwd, options.dataDir);
   const agents = new AgentRegistry({ agents: options.agents ? [...options.agents] : undefined, dirs: options.agentDirs ? [...options.agentDirs] : undefined, cwd });
-  const spillDir = dataDir ? join(dataDir, "spill") : join(tmpdir(), "codemode-spill");
+  // The data dir is the runtime's own: a real directory of this user, 0700 (see safe-fs.ts).
+  if (dataDir) ensurePrivateDir(dataDir);
+  const spill = dataDir ? join(dataDir, "spill") : new PrivateTempDir("codemode-spill");
+  // Workspace tools among the host's never reach the runtime's state nor write its agent files.
+  keepRuntimeFilesOut(tools, { hide: dataDir ? [dataDir] : [], protect: agents.searched });
 
   // Script agents run programs on this very runtime; the runner exists once the runtime does.
   let runScript: ReturnType<typeof codemodeScriptRunner> | undefined;
@@ -285,7 +296,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     store.close();
     throw error;
   }
-  const cm = new Codemode(engine, limits, options, spillDir, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
+  const cm = new Codemode(engine, limits, options, spill, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
   try {
     const workflow = ptcWorkflowTool({ host: tasks, tools: () => cm.toolList(), hooks: options.hooks, development: options.development ?? false, limits });
     cm.addTools([...ptcTools(tasks), workflow, toolInfoTool(() => cm.toolList())], "runtime");
@@ -298,7 +309,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     throw error;
   }
   runScript = codemodeScriptRunner(cm);
-  childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), { hooks: options.hooks, boundOutput: spillingBound(spillDir, limits.maxSpillBytes) });
+  childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), { hooks: options.hooks, boundOutput: spillingBound(typeof spill === "string" ? spill : spill.path, limits.maxSpillBytes) });
   return cm;
 }
 

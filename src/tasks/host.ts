@@ -1,7 +1,6 @@
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, resolve as resolvePath } from "node:path";
 import { monotonicFactory } from "ulid";
+import { appendPrivate, ensurePrivateDir, PrivateTempDir, replaceFileAtomic } from "../safe-fs.js";
 import type { AgentDefinition, AgentRegistry, DriverEvent, FunctionAgent } from "./agents.js";
 import { TaskError, invalidArgument } from "./errors.js";
 import { commandDriver } from "./drivers/command.js";
@@ -38,7 +37,7 @@ export interface TaskHostOptions {
   /** Deepest allowed nesting: a top-level program is depth 0, each spawn adds 1. */
   maxDepth?: number;
   scriptRunner?: ScriptRunner;
-  /** Where spilled output of in-memory tasks goes; default a directory under the OS temp dir. */
+  /** Where spilled output of in-memory tasks goes (`<dataDir>/spill`); default a private temp dir removed on close. */
   dataDir?: string;
   /** Grace between SIGTERM and SIGKILL when a task is stopped. */
   killGraceMs?: number;
@@ -131,7 +130,7 @@ export class TaskHost {
   readonly maxDepth: number;
   readonly killGraceMs: number;
   private readonly drivers: Record<DriverKind, Driver>;
-  private readonly spillDir: string;
+  private readonly spillDir: string | PrivateTempDir;
   private readonly childTools?: ChildToolProvider;
   private readonly cwd: string;
   private readonly owner = currentOwner();
@@ -156,7 +155,8 @@ export class TaskHost {
     this.agents = options.agents;
     this.childTools = options.childTools;
     this.cwd = options.cwd ?? process.cwd();
-    this.spillDir = join(options.dataDir ?? options.store.dataDir ?? join(tmpdir(), `codemode-${process.pid}`), "spill");
+    const dataDir = options.dataDir ?? options.store.dataDir;
+    this.spillDir = dataDir ? join(dataDir, "spill") : new PrivateTempDir("codemode-tasks");
     this.drivers = {
       function: functionDriver,
       // A workflow's graph is an in-process function too: its runner is handed over at spawn.
@@ -390,6 +390,7 @@ export class TaskHost {
     this.closed = true;
     const ids = [...this.live.keys()].reverse();
     await Promise.all(ids.map((id) => this.stop(id, "host closed").catch(() => undefined)));
+    if (typeof this.spillDir !== "string") this.spillDir.remove();
   }
 
   get running(): number {
@@ -606,12 +607,13 @@ export class TaskHost {
     const path = this.store.outputPath(id);
     if (path) return path;
     // In-memory logs have no file: the spill holds the log, extended with what arrived since the
-    // last read (appended, never rewritten, so polling a growing log stays cheap).
-    mkdirSync(this.spillDir, { recursive: true });
-    const spill = join(this.spillDir, `${id}.log`);
+    // last read (appended, never rewritten, so polling a growing log stays cheap). Its directory
+    // is private (0700) and its file never followed as a link: no one else reads or redirects it.
+    const dir = typeof this.spillDir === "string" ? ensurePrivateDir(this.spillDir) : this.spillDir.path;
+    const spill = join(dir, `${id}.log`);
     const written = this.spilled.get(id) ?? 0;
-    if (written === 0) writeFileSync(spill, this.store.readOutput(id, 0, total));
-    else if (total > written) appendFileSync(spill, this.store.readOutput(id, written, total));
+    if (written === 0) replaceFileAtomic(spill, this.store.readOutput(id, 0, total));
+    else if (total > written) appendPrivate(spill, this.store.readOutput(id, written, total));
     this.spilled.set(id, Math.max(written, total));
     return spill;
   }

@@ -1,7 +1,8 @@
 import type Database from "better-sqlite3";
 import { createRequire } from "node:module";
-import { appendFileSync, closeSync, fstatSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
+import { closeSync } from "node:fs";
 import { join } from "node:path";
+import { appendPrivate, ensurePrivateDir, openRegular, readAt, refuseLink, regularFileSize } from "../safe-fs.js";
 import type { ListFilter, ListPage, TaskStore } from "./store.js";
 import type { Owner, TaskRecord, TaskStatus } from "./types.js";
 import { ACTIVE_STATUSES } from "./types.js";
@@ -35,8 +36,13 @@ export class SqliteTaskStore implements TaskStore {
     if (typeof dataDir !== "string" || dataDir.length === 0) throw invalidArgument("dataDir", "a non-empty directory path", dataDir);
     this.dataDir = dataDir;
     this.logDir = join(dataDir, "tasks");
-    mkdirSync(this.logDir, { recursive: true });
-    this.db = openDatabase(join(dataDir, "tasks.db"));
+    // The runtime's own directories (0700, this user's, not links); logs are never followed as links.
+    ensurePrivateDir(dataDir);
+    ensurePrivateDir(this.logDir);
+    // SQLite follows links when it opens the database and its -wal/-shm/-journal files.
+    const dbFile = join(dataDir, "tasks.db");
+    for (const file of [dbFile, `${dbFile}-wal`, `${dbFile}-shm`, `${dbFile}-journal`]) refuseLink(file);
+    this.db = openDatabase(dbFile);
     this.db.pragma("journal_mode = WAL");
     // In WAL mode NORMAL still survives a killed process (the case that matters for a host);
     // only an OS crash can drop the last commits, and it saves an fsync per task transition.
@@ -115,40 +121,22 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   appendOutput(id: string, chunk: Buffer): void {
-    appendFileSync(this.logPath(id), chunk);
+    appendPrivate(this.logPath(id), chunk);
   }
 
   outputSize(id: string): number {
-    const path = this.logPath(id);
-    try {
-      return statSync(path).size;
-    } catch {
-      return 0;
-    }
+    // A log that is a link (or anything but a regular file) holds nothing of the task's.
+    return regularFileSize(this.logPath(id));
   }
 
   readOutput(id: string, start: number, end: number): Buffer {
-    const path = this.logPath(id);
-    let fd: number;
+    const opened = openRegular(this.logPath(id));
+    if (!opened) return Buffer.alloc(0);
     try {
-      fd = openSync(path, "r");
-    } catch {
-      return Buffer.alloc(0);
-    }
-    try {
-      const size = fstatSync(fd).size;
-      const stop = Math.min(end, size);
-      if (stop <= start) return Buffer.alloc(0);
-      const buf = Buffer.alloc(stop - start);
-      let read = 0;
-      while (read < buf.length) {
-        const n = readSync(fd, buf, read, buf.length - read, start + read);
-        if (n === 0) break;
-        read += n;
-      }
-      return buf.subarray(0, read);
+      const stop = Math.min(end, opened.stat.size);
+      return stop <= start ? Buffer.alloc(0) : readAt(opened.fd, start, stop - start);
     } finally {
-      closeSync(fd);
+      closeSync(opened.fd);
     }
   }
 
