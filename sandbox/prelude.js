@@ -17,7 +17,7 @@
   delete g.__codemode_config;
   const stringify = JSON.stringify, parse = JSON.parse, create = Object.create, freeze = Object.freeze;
   const define = Object.defineProperty, keys = Object.keys, apply = Reflect.apply, Str = String;
-  const TypeErr = TypeError, RangeErr = RangeError, P = Proxy;
+  const TypeErr = TypeError, RangeErr = RangeError, P = Proxy, Err = Error, Prom = Promise, then = Promise.prototype.then;
   const timers = new Map(), mapHas = Map.prototype.has, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete;
   const global = (name, value) => define(g, name, { value, writable: false, enumerable: false, configurable: false });
   // QuickJS reports stack overflow as an InternalError; make it the RangeError programs (and the
@@ -44,8 +44,28 @@
     return json;
   }
 
-  // The host rejects a failed call with a ready-made Error (name, code, message).
-  const call = async (path, args) => parse(await host("call", path, args === undefined ? "{}" : toJson("tools." + path + "()", args)));
+  // The host rejects a failed call with a ready-made Error (name, code, message). It gets the
+  // stack of the call site, captured when the call was made (about 2 µs), so an uncaught failure
+  // and `e.stack` both name the line of the `tools.x()` call instead of nothing.
+  let marshalling = "";
+  const call = async (path, args, site) => {
+    let json = "{}";
+    if (args !== undefined) {
+      marshalling = path;
+      try { json = toJson("tools." + path + "()", args); } finally { marshalling = ""; }
+    }
+    try { return parse(await host("call", path, json)); } catch (e) {
+      e.stack = callerFrames(site.stack);
+      throw e;
+    }
+  };
+  // The user's frames of a stack taken in `tool` below: its own frame and the wrapper's call dropped.
+  const callerFrames = (stack) => stack.slice(stack.indexOf("\n") + 1).replace(/ +at <eval> \(program\.js:\d+:\d+\)\n?$/, "");
+  // A toJSON method or getter in the arguments that calls a tool would nest calls without bound.
+  const tool = (path) => (args) => {
+    if (marshalling) throw new TypeErr("tools." + path + "() was called while the arguments of tools." + marshalling + "() were being converted to JSON (by a toJSON method or a getter); compute the values first and pass plain data");
+    return call(path, args, new Err());
+  };
 
   // A Proxy over a frozen table: unknown names throw a TypeError with suggestions, while `then`
   // and symbols read as undefined so the namespace is never mistaken for a thenable.
@@ -61,7 +81,7 @@
   }
   const root = create(null), branches = create(null);
   for (const path of config.tools) {
-    const dot = path.indexOf("."), fn = (args) => call(path, args);
+    const dot = path.indexOf("."), fn = tool(path);
     if (dot < 0) root[path] = fn;
     else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;
   }
@@ -105,7 +125,12 @@
     apply(mapSet, timers, [id, true]);
     (async () => {
       await fired;
-      if (apply(mapDelete, timers, [id])) apply(callback, undefined, extra);
+      if (!apply(mapDelete, timers, [id])) return;
+      // Nothing awaits a callback: its exception, or its promise's rejection, would vanish.
+      try {
+        const result = apply(callback, undefined, extra);
+        if (result instanceof Prom) apply(then, result, [undefined, uncaught]);
+      } catch (e) { uncaught(e); }
     })();
     return id;
   });
@@ -116,8 +141,27 @@
     }
   });
 
+  // What is left of this run's limits, so a long program can stop early and print what it has.
+  global("budget", function budget() { return parse(host("budget")); });
+
   for (const name of keys(config.globals)) global(name, config.globals[name]);
 
+  // A null-prototype record: Object.prototype.toJSON (or getters there) must not rewrite it.
+  function describe(e) {
+    const out = create(null);
+    if (e !== null && (typeof e === "object" || typeof e === "function")) {
+      out.name = read(e, "name");
+      out.message = read(e, "message");
+      out.stack = read(e, "stack");
+      out.thrown = out.name === undefined && out.message === undefined;
+      if (out.thrown) out.message = render(e);
+    } else {
+      out.message = render(e);
+      out.thrown = true;
+    }
+    return stringify(out);
+  }
+  const uncaught = (e) => host("uncaught", describe(e));
   const read = (object, key) => {
     try {
       const value = object[key];
@@ -136,20 +180,6 @@
         return "!the return value could not be serialised: " + render(e && e.message);
       }
     },
-    // A null-prototype record: Object.prototype.toJSON (or getters there) must not rewrite it.
-    error(e) {
-      const out = create(null);
-      if (e !== null && (typeof e === "object" || typeof e === "function")) {
-        out.name = read(e, "name");
-        out.message = read(e, "message");
-        out.stack = read(e, "stack");
-        out.thrown = out.name === undefined && out.message === undefined;
-        if (out.thrown) out.message = render(e);
-      } else {
-        out.message = render(e);
-        out.thrown = true;
-      }
-      return stringify(out);
-    },
+    error: describe,
   };
 })(globalThis);

@@ -90,5 +90,6 @@ export function engineLimits(limits: Limits): RunLimits {
     storeValueBytes: limits.storeValueBytes,
     storeSessionBytes: limits.storeSessionBytes,
     maxTimers: limits.maxTimers,
+    outputBytes: limits.outputBudget,
   };
 }

@@ -59,3 +59,15 @@ export function closestNames(name: string, candidates: readonly string[], limit 
   scored.sort((x, y) => x.score - y.score || x.candidate.localeCompare(y.candidate));
   return scored.slice(0, limit).map((s) => s.candidate);
 }
+
+/**
+ * Whether `candidate` is close enough to `name` to be offered as "did you mean": a random
+ * closest name misleads more than none.
+ */
+export function isCloseName(name: string, candidate: string): boolean {
+  const a = name.toLowerCase();
+  const b = candidate.toLowerCase();
+  if (a === b) return true;
+  if (Math.min(a.length, b.length) >= 3 && (a.includes(b) || b.includes(a))) return true;
+  return editDistance(a, b) <= Math.max(1, Math.floor(Math.max(a.length, b.length) / 3));
+}
