@@ -8,7 +8,8 @@
 //
 // QuickJS compiles about 10 bytes per microsecond here and this runs on every run, so the
 // prelude stays small: error objects, closest-name suggestions and size checks live on the host
-// side of the bridge.
+// side of the bridge, and the host drops comment lines and indentation before compiling it (so no
+// string or template here may span lines).
 (function (g) {
   "use strict";
   const host = g.__codemode_host;
@@ -17,8 +18,9 @@
   delete g.__codemode_config;
   const stringify = JSON.stringify, parse = JSON.parse, create = Object.create, freeze = Object.freeze;
   const define = Object.defineProperty, keys = Object.keys, apply = Reflect.apply, Str = String;
-  const TypeErr = TypeError, RangeErr = RangeError, P = Proxy, Err = Error, Prom = Promise, then = Promise.prototype.then;
+  const TypeErr = TypeError, RangeErr = RangeError, P = Proxy, Err = Error, Prom = Promise, reject = Promise.reject;
   const timers = new Map(), mapHas = Map.prototype.has, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete;
+  let marshalling = "";
   const global = (name, value) => define(g, name, { value, writable: false, enumerable: false, configurable: false });
   // QuickJS reports stack overflow as an InternalError; make it the RangeError programs (and the
   // contract) expect to catch, as every other engine throws.
@@ -37,38 +39,19 @@
     }
   }
 
-  function toJson(where, value) {
+  // `path`: the tool whose arguments these are, while they are converted (see `fn` below).
+  function toJson(where, value, path) {
     let json;
-    try { json = stringify(value); } catch (e) { throw new TypeErr(where + ": the value must be JSON-serialisable (" + render(e && e.message) + ")"); }
+    marshalling = path;
+    try { json = stringify(value); } catch (e) { marshalling = ""; throw new TypeErr(where + ": the value must be JSON-serialisable (" + render(e && e.message) + ")"); }
+    marshalling = "";
     if (json === undefined) throw new TypeErr(where + ": the value must be a JSON value, got " + typeof value);
     return json;
   }
 
-  // The host rejects a failed call with a ready-made Error (name, code, message). It gets the
-  // stack of the call site, captured when the call was made (about 2 µs), so an uncaught failure
-  // and `e.stack` both name the line of the `tools.x()` call instead of nothing.
-  let marshalling = "";
-  const call = async (path, args, site) => {
-    let json = "{}";
-    if (args !== undefined) {
-      marshalling = path;
-      try { json = toJson("tools." + path + "()", args); } finally { marshalling = ""; }
-    }
-    try { return parse(await host("call", path, json)); } catch (e) {
-      e.stack = callerFrames(site.stack);
-      throw e;
-    }
-  };
-  // The user's frames of a stack taken in `tool` below: its own frame and the wrapper's call dropped.
-  const callerFrames = (stack) => stack.slice(stack.indexOf("\n") + 1).replace(/ +at <eval> \(program\.js:\d+:\d+\)\n?$/, "");
-  // A toJSON method or getter in the arguments that calls a tool would nest calls without bound.
-  const tool = (path) => (args) => {
-    if (marshalling) throw new TypeErr("tools." + path + "() was called while the arguments of tools." + marshalling + "() were being converted to JSON (by a toJSON method or a getter); compute the values first and pass plain data");
-    return call(path, args, new Err());
-  };
-
   // A Proxy over a frozen table: unknown names throw a TypeError with suggestions, while `then`
   // and symbols read as undefined so the namespace is never mistaken for a thenable.
+  const refuse = () => false;
   function namespace(prefix, table) {
     return new P(freeze(table), {
       get(target, key) {
@@ -76,12 +59,20 @@
         if (key in target) return target[key];
         throw new TypeErr(host("unknownTool", prefix, stringify(Str(key))));
       },
-      set: () => false, defineProperty: () => false, deleteProperty: () => false, setPrototypeOf: () => false,
+      set: refuse, defineProperty: refuse, deleteProperty: refuse, setPrototypeOf: refuse,
     });
   }
   const root = create(null), branches = create(null);
   for (const path of config.tools) {
-    const dot = path.indexOf("."), fn = tool(path);
+    // The host's promise resolves to the parsed result, or rejects with a ready-made Error (name,
+    // code, message) given the stack of this call site (taken here, ~2 µs) so it names the line.
+    // A tool called from a toJSON or getter of another call's arguments would nest without bound.
+    const dot = path.indexOf("."), fn = (args) => {
+      if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
+      let json = "{}";
+      if (args !== undefined) try { json = toJson("tools." + path + "()", args, path); } catch (e) { return apply(reject, Prom, [e]); }
+      return host("call", path, json, new Err());
+    };
     if (dot < 0) root[path] = fn;
     else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;
   }
@@ -103,7 +94,7 @@
   const checkKey = (name, key) => { if (typeof key !== "string" || key === "") throw new TypeErr(name + ": key must be a non-empty string"); };
   global("store", function store(key, value) {
     checkKey("store(key, value)", key);
-    const problem = host("store", stringify(key), value === undefined ? undefined : toJson("store(" + stringify(key) + ")", value));
+    const problem = host("store", stringify(key), value === undefined ? undefined : toJson("store(" + stringify(key) + ")", value, ""));
     if (problem) throw new RangeErr(problem);
   });
   global("load", function load(key) {
@@ -126,11 +117,11 @@
     (async () => {
       await fired;
       if (!apply(mapDelete, timers, [id])) return;
-      // Nothing awaits a callback: its exception, or its promise's rejection, would vanish.
+      // Nothing else would see a callback's exception or rejection.
       try {
         const result = apply(callback, undefined, extra);
-        if (result instanceof Prom) apply(then, result, [undefined, uncaught]);
-      } catch (e) { uncaught(e); }
+        if (result instanceof Prom) await result;
+      } catch (e) { host("uncaught", describe(e)); }
     })();
     return id;
   });
@@ -141,7 +132,6 @@
     }
   });
 
-  // What is left of this run's limits, so a long program can stop early and print what it has.
   global("budget", function budget() { return parse(host("budget")); });
 
   for (const name of keys(config.globals)) global(name, config.globals[name]);
@@ -161,7 +151,6 @@
     }
     return stringify(out);
   }
-  const uncaught = (e) => host("uncaught", describe(e));
   const read = (object, key) => {
     try {
       const value = object[key];

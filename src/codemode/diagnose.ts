@@ -264,7 +264,8 @@ async function syntax(input: DiagnoseInput): Promise<Diagnosis> {
       };
     }
     if (/Unterminated (string|template)/i.test(message)) return { hint: `${message.toLowerCase()}: close it on the same line (or use a template literal \`…\` for text over several lines)`, ...(pos ?? {}) };
-    if (message !== "" && pos) return { hint: `the parser reads it as: ${message}`, ...pos };
+    // "Unexpected token" says no more than QuickJS did; the code frame shows where.
+    if (message !== "" && message !== "Unexpected token" && pos) return { hint: `the parser reads it as: ${message}`, ...pos };
   }
   return {};
 }

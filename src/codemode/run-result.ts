@@ -90,7 +90,7 @@ export function buildRunResult(outcome: RunOutcome): RunResult {
   const printed = outcome.output.totalBytes > 0;
   if (outcome.hasValue && printed) {
     const bytes = Buffer.byteLength(JSON.stringify(outcome.value) ?? "");
-    warnings.push(`the return value (${bytes} bytes of JSON) is not shown because the program printed with text(); it is in structuredContent.value — text() it to see it here`);
+    warnings.push(`the return value (${bytes} bytes of JSON) is not shown because the program printed with text(); text() it to see it here`);
   }
   if (!printed && outcome.console.length > 0) {
     warnings.push(`the program wrote ${outcome.console.length} console line${outcome.console.length === 1 ? "" : "s"}, which do not reach you (console.* goes to logs): print with text()`);

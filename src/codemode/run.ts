@@ -209,8 +209,14 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
 
   let done: DoneMessage;
   let diagnosis: Diagnosis = {};
+  /** The run's last output arrives with its result, after every flush before it. */
+  const settled = async (): Promise<DoneMessage> => {
+    const message = await handle.done;
+    if (message.text || message.console) callbacks.onFlush(message.text ?? [], message.console ?? []);
+    return message;
+  };
   try {
-    done = await handle.done;
+    done = await settled();
     // Compiling runs nothing, so a program QuickJS refused can be tried again as TypeScript.
     if (done.error?.kind === "syntax" && !settings.signal?.aborted) {
       const stripped = await stripTypes(code).catch(() => undefined);
@@ -224,7 +230,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
         code = stripped.code;
         handle = launch(code);
         if (settings.signal?.aborted) handle.abort();
-        done = await handle.done;
+        done = await settled();
       }
     }
   } catch (error) {
@@ -255,7 +261,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     const site = sites.get(`tools.${state.record.tool}`);
     const at = site?.length === 1 ? ` at line ${site[0]!.line}` : "";
     // "Missing await" only fits a program that ended on its own; a stopped one was still waiting.
-    const why = done.ok ? ` — missing await?${at ? ` Write await tools.${state.record.tool}(…)${at}.` : ""}` : ` when the run stopped (${done.error?.kind ?? "error"})`;
+    const why = done.ok ? ` — missing await?${at ? ` Write await tools.${state.record.tool}(…).` : ""}` : ` when the run stopped (${done.error?.kind ?? "error"})`;
     warnings.push(`tools.${state.record.tool}(${state.record.args})${at} was still pending and was cancelled${why}`);
   }
   for (const site of floating) {

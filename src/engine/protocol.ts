@@ -114,6 +114,9 @@ export interface DoneMessage {
   pendingCalls: number[];
   /** The WASM instance was thrown away (trap, abort, failed disposal). */
   instanceDiscarded: boolean;
+  /** Output not yet flushed when the run ended: carried here to save a message on every run. */
+  text?: string[];
+  console?: ConsoleLine[];
 }
 
 export interface ReadyMessage {

@@ -252,13 +252,14 @@ export async function invokeTool(tool: Tool, input: unknown, options: InvokeOpti
  * never built. The caller sends it across as JSON, which makes it a JSON copy.
  */
 export async function invokeToolForProgram(tool: Tool, input: unknown, options: Omit<InvokeOptions, "audience">): Promise<unknown> {
-  const { result, record } = await invoke(tool, input, { ...options, audience: "program" });
+  const { result, record } = await invoke(tool, input, options, true);
   return tool.hasOutput ? result.structuredContent : record;
 }
 
-async function invoke(tool: Tool, input: unknown, options: InvokeOptions): Promise<{ result: ToolCallResult; record: unknown }> {
+async function invoke(tool: Tool, input: unknown, options: InvokeOptions, forProgram = false): Promise<{ result: ToolCallResult; record: unknown }> {
   const impl = toolInternals(tool, "invokeTool: tool");
   const opts = checkOptions(options);
+  if (forProgram) opts.audience = "program";
   const { ctx, hooks } = opts;
   const pinned = tool.hasResultViews ? opts.pinnedResultView : undefined;
   const ref = refOf(tool);

@@ -12,13 +12,13 @@ import { formatPath } from "./issues.js";
 
 export interface UnknownKey {
   /** Where the object holding the key is, from the input's root. */
-  path: (string | number)[];
+  path: readonly (string | number)[];
   key: string;
   /** The keys the schema declares there. */
   known: string[];
 }
 
-type Checker = (value: unknown, path: (string | number)[], out: UnknownKey[]) => void;
+type Checker = (value: unknown, path: readonly (string | number)[], out: UnknownKey[]) => void;
 
 /** Most unknown keys reported at once; arrays are checked up to this many items too. */
 const MAX_REPORTED = 5;
@@ -64,12 +64,14 @@ function build(schema: zc.$ZodType): Checker {
       return (value, path, out) => {
         if (!isObject(value)) return;
         children ??= new Map(known.map((key) => [key, checkerFor(shape[key]!)]));
-        for (const key of Object.keys(value)) {
+        for (const key in value) {
+          if (!Object.hasOwn(value, key)) continue;
           const child = children.get(key);
-          if (child) {
-            if (value[key] !== undefined) child(value[key], [...path, key], out);
-          } else if (closed && out.length < MAX_REPORTED) {
-            out.push({ path, key, known });
+          if (child === undefined) {
+            if (closed && out.length < MAX_REPORTED) out.push({ path, key, known });
+          } else if (child !== none && value[key] !== undefined) {
+            // Keys holding plain values (the common case) cost no call and no path.
+            child(value[key], [...path, key], out);
           }
         }
       };
@@ -80,14 +82,11 @@ function build(schema: zc.$ZodType): Checker {
     case "readonly":
     case "default":
     case "prefault":
-    case "catch": {
-      let inner: Checker | undefined;
-      return (value, path, out) => (inner ??= checkerFor(def.innerType as zc.$ZodType))(value, path, out);
-    }
-    case "pipe": {
-      let inner: Checker | undefined;
-      return (value, path, out) => (inner ??= checkerFor(def.in as zc.$ZodType))(value, path, out);
-    }
+    case "catch":
+      // Wrappers are their inner schema (a recursive one meets its trampoline here, never itself).
+      return checkerFor(def.innerType as zc.$ZodType);
+    case "pipe":
+      return checkerFor(def.in as zc.$ZodType);
     case "lazy": {
       let inner: Checker | undefined;
       return (value, path, out) => (inner ??= checkerFor((def.getter as () => zc.$ZodType)()))(value, path, out);
