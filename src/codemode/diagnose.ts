@@ -148,9 +148,9 @@ export async function diagnose(input: DiagnoseInput): Promise<Diagnosis> {
       case "exception":
         return await exception(input);
       case "timeout":
-        return stalled(input);
+        return withSite(input, stalled(input));
       case "call_limit":
-        return callLimit(input);
+        return withSite(input, callLimit(input));
       default:
         return {};
     }
@@ -732,6 +732,33 @@ function callLimit(input: DiagnoseInput): Diagnosis {
       ? `${top[1]} of the calls went to tools.${top[0]}${statuses(input)}: when polling, wait between calls with await sleep(1000); check budget().tool_calls_left to stop in time`
       : `check budget().tool_calls_left to stop in time, or do the work in fewer calls`,
   };
+}
+
+/**
+ * Where a stopped run most likely spent its time, for a run the engine cannot place: the call site
+ * of the tool it polled, a loop that never awaits (busy), or a promise nothing resolves.
+ */
+async function withSite(input: DiagnoseInput, diagnosis: Diagnosis): Promise<Diagnosis> {
+  if (diagnosis.hint === undefined && diagnosis.message === undefined) return diagnosis;
+  const parsed = await parse(input.code);
+  if (!parsed) return diagnosis;
+  const lines = new Lines(input.code);
+  const stall = input.error.stall;
+  let site: N | undefined;
+  if (input.error.kind === "timeout" && stall && stall.busyMs > 0 && (stall.busyMs >= input.timeoutMs / 2 || stall.waits === 0)) {
+    const contains = (node: N, type: string): boolean => parsed.nodes.some((inner) => inner.type === type && inner.start >= node.start && inner.end <= node.end);
+    site = parsed.nodes.find((node) => ["WhileStatement", "DoWhileStatement", "ForStatement"].includes(node.type) && !contains(node, "AwaitExpression"));
+  } else if (/nothing can settle/.test(input.error.message)) {
+    site = parsed.nodes.find((node) => node.type === "NewExpression" && node.callee.type === "Identifier" && node.callee.name === "Promise");
+  } else {
+    const top = busiest(input.callsByTool);
+    const analysis = new Analysis(input, parsed);
+    if (top) site = parsed.nodes.find((node) => node.type === "CallExpression" && analysis.origin(node)?.tool === top[0]);
+  }
+  if (!site) return diagnosis;
+  const at = lines.position(site.start);
+  const what = site.type === "CallExpression" ? "the call" : site.type === "NewExpression" ? "the promise" : "the loop";
+  return { ...diagnosis, hint: `${diagnosis.hint ?? ""}${diagnosis.hint ? " " : ""}(${what} at line ${at.line})`, ...at };
 }
 
 // ---- promises nobody waits for -----------------------------------------------------------------

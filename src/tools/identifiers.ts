@@ -69,5 +69,7 @@ export function isCloseName(name: string, candidate: string): boolean {
   const b = candidate.toLowerCase();
   if (a === b) return true;
   if (Math.min(a.length, b.length) >= 3 && (a.includes(b) || b.includes(a))) return true;
-  return editDistance(a, b) <= Math.max(1, Math.floor(Math.max(a.length, b.length) / 3));
+  // Two edits is one swapped pair of letters ("itmes"), the commonest typo; short names allow one.
+  const longest = Math.max(a.length, b.length);
+  return editDistance(a, b) <= (longest <= 3 ? 1 : Math.max(2, Math.floor(longest / 3)));
 }
