@@ -116,6 +116,8 @@ export function codeFrame(code: string, line: number, column: number | undefined
 export interface DiagnoseInput {
   /** The program as it ran (after fences and types were taken out). */
   code: string;
+  /** The program as the user wrote it, at the same positions (TypeScript keeps its types): what hints quote. */
+  source?: string;
   error: GuestError;
   /** Tools as the program reaches them, by path. */
   tools: ReadonlyMap<string, Tool>;
@@ -393,7 +395,7 @@ class Analysis {
   }
 
   private text(node: N): string {
-    const source = this.input.code.slice(node.start, node.end);
+    const source = (this.input.source ?? this.input.code).slice(node.start, node.end);
     return source.length > 60 ? `${source.slice(0, 57)}…` : source;
   }
 

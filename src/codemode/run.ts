@@ -86,6 +86,8 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     code = fenced.code;
     source.fence = fenced.fence;
   }
+  /** The program as the user wrote it (fences taken out): code frames and hints quote it; stripping keeps positions. */
+  const written = code;
 
   const callbacks = {
     onCall(callId: number, path: string, argsJson: string) {
@@ -294,6 +296,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     if (diagnosis.hint === undefined) {
       diagnosis = await diagnose({
         code,
+        source: written,
         error,
         tools: env.tools,
         resultView: settings.resultView,
@@ -311,7 +314,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     value,
     hasValue,
     error,
-    code,
+    code: written,
     source,
     durationMs: round(performance.now() - started),
     calls: records,
