@@ -38,7 +38,8 @@ describe("deadline", () => {
     const result = await cm.run(`while (true) {}`);
     expectFailure(result, "timeout");
     expect(result.structuredContent.error?.message).toMatch(/^the program ran past its 1000 ms deadline without yielding: synchronous code ran for the last \d+ ms \(a loop that never awaits, or a busy-wait\), so no timer or tool result could come in$/);
-    expect(result.structuredContent.error?.hint).toBe("to wait, use await sleep(ms) instead of spinning; to stop in time, check budget().ms_left in long loops");
+    expect(result.structuredContent.error?.hint).toBe("to wait, use await sleep(ms) instead of spinning; to stop in time, check budget().ms_left in long loops (the loop at line 1)");
+    expect(result.structuredContent.error?.line).toBe(1);
   });
 
   it("stops a microtask loop", async () => {
