@@ -126,7 +126,7 @@ export function buildRunResult(outcome: RunOutcome): RunResult {
     durationMs: outcome.durationMs,
     calls: outcome.calls,
     // A lone surrogate (from text(), a tool, a thrown value) reaches no reader: each becomes U+FFFD.
-    console: outcome.console.map((line) => ({ level: line.level, text: wellFormed(line.text) })),
+    console: outcome.console.some((line) => wellFormed(line.text) !== line.text) ? outcome.console.map((line) => ({ level: line.level, text: wellFormed(line.text) })) : outcome.console,
     warnings,
   };
   if (outcome.callsOmitted > 0) details.callsOmitted = outcome.callsOmitted;

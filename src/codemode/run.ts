@@ -212,13 +212,12 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   let done: DoneMessage;
   let diagnosis: Diagnosis = {};
   /** The run's last output arrives with its result, after every flush before it. */
-  const settled = async (): Promise<DoneMessage> => {
-    const message = await handle.done;
+  const takeOutput = (message: DoneMessage): DoneMessage => {
     if (message.text || message.console) callbacks.onFlush(message.text ?? [], message.console ?? []);
     return message;
   };
   try {
-    done = await settled();
+    done = takeOutput(await handle.done);
     // Compiling runs nothing, so a program QuickJS refused can be tried again as TypeScript.
     if (done.error?.kind === "syntax" && !settings.signal?.aborted) {
       const stripped = await stripTypes(code).catch(() => undefined);
@@ -232,7 +231,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
         code = stripped.code;
         handle = launch(code);
         if (settings.signal?.aborted) handle.abort();
-        done = await settled();
+        done = takeOutput(await handle.done);
       }
     }
   } catch (error) {

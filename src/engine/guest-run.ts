@@ -92,17 +92,10 @@ export class GuestRun {
     this.inflight.delete(message.callId);
     const { deferred, site } = call;
     if (message.ok) {
-      // Parsed here with the prelude's pristine JSON.parse: the program awaits the host's promise itself.
+      // The prelude parses it with its pristine JSON.parse.
       const json = newGuestString(this.context, message.json);
-      const parsed = this.context.callFunction(this.fromJson!, this.context.undefined, json);
+      deferred.resolve(json);
       json.dispose();
-      if (parsed.error) {
-        deferred.reject(parsed.error);
-        parsed.error.dispose();
-      } else {
-        deferred.resolve(parsed.value);
-        parsed.value.dispose();
-      }
     } else {
       const error = this.newGuestError(JSON.parse(message.json));
       this.relocate(error, site);
