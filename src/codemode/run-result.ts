@@ -93,7 +93,8 @@ export function buildRunResult(outcome: RunOutcome): RunResult {
     warnings.push(`the return value (${bytes} bytes of JSON) is not shown because the program printed with text(); text() it to see it here`);
   }
   if (!printed && outcome.console.length > 0) {
-    warnings.push(`the program wrote ${outcome.console.length} console line${outcome.console.length === 1 ? "" : "s"}, which do not reach you (console.* goes to logs): print with text()`);
+    const one = outcome.console.length === 1;
+    warnings.push(`the program wrote ${outcome.console.length} console line${one ? "" : "s"}, which ${one ? "does" : "do"} not reach you (console.* goes to logs): print with text()`);
   }
 
   let header = "";

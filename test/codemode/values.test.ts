@@ -52,6 +52,35 @@ describe("what a program gets from a tool without an output schema", () => {
   });
 });
 
+describe("what the model must act on is in content", () => {
+  it("a rejected call's stack inside the program names the line of the call", async () => {
+    const result = await cm.run(`const a = 1;\ntry {\n  await tools.broken_text();\n} catch (e) { return e.stack }`);
+    expect(result.structuredContent.value).toMatch(/^ +at <anonymous> \(program\.js:3:\d+\)\n$/);
+  });
+
+  it("a program that printed only with console says so, and the rejection of an async timer callback is reported", async () => {
+    const result = await cm.run(`console.log("only here");\nsetTimeout(async () => {\n  await tools.broken_text();\n}, 1);\nawait sleep(30);`);
+    const content = result.content[0]!.text;
+    expect(result.structuredContent.status).toBe("ok");
+    expect(content).toContain("(no output)\n\nWarnings:\n");
+    expect(content).toContain("- a setTimeout callback threw and nothing caught it (line 3, column 26): ToolError: bad \ufffd byte");
+    expect(content).toContain("- the program wrote 1 console line, which does not reach you (console.* goes to logs): print with text()");
+    expect(result.details.warnings).toHaveLength(2);
+  });
+
+  it("warnings stay within the output budget", async () => {
+    const small = await createCodemode({ tools: [], limits: { outputBudget: 300 } });
+    try {
+      const result = await small.run(`for (let i = 0; i < 20; i++) setTimeout(() => { throw new Error("x".repeat(500)) }, 0); text("y".repeat(1000)); await sleep(20);`);
+      expect(Buffer.byteLength(result.content[0]!.text)).toBeLessThanOrEqual(300);
+      expect(result.content[0]!.text).toContain("Warnings:");
+      expect(result.details.warnings.length).toBeGreaterThan(1);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
 describe("text that reaches the model is well-formed Unicode", () => {
   it("replaces lone surrogates in output, errors, warnings and console lines", async () => {
     const result = await cm.run(`console.log("c\\udc00"); text("a\\ud800b"); await tools.broken_text()`);
