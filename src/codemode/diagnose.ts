@@ -790,12 +790,18 @@ export function mayDropPromises(code: string): boolean {
 
 function statementStart(code: string, needle: string): boolean {
   for (let at = code.indexOf(needle); at >= 0; at = code.indexOf(needle, at + 1)) {
+    const previous = at === 0 ? 32 : code.charCodeAt(at - 1);
+    // Part of a longer name or a member access (foo.tools., mytools.): not a call of ours.
+    if (previous === 46 || previous === 36 || previous === 95 || (previous >= 48 && previous <= 57) || (previous >= 65 && previous <= 90) || (previous >= 97 && previous <= 122)) continue;
     let i = at - 1;
-    while (i >= 0 && /\s/.test(code[i]!)) i--;
-    const before = i < 0 ? "" : code[i]!;
-    if (before === "" || before === ";" || before === "{" || before === "}" || (before === ")" && code.slice(i, at).includes("\n"))) {
-      if (at === 0 || !/[\w$.]/.test(code[at - 1]!)) return true;
+    let newline = false;
+    for (; i >= 0; i--) {
+      const c = code.charCodeAt(i);
+      if (c === 10) newline = true;
+      else if (c !== 32 && c !== 9 && c !== 13) break;
     }
+    const before = i < 0 ? "" : code[i]!;
+    if (before === "" || before === ";" || before === "{" || before === "}" || (before === ")" && newline)) return true;
   }
   return false;
 }
