@@ -39,13 +39,14 @@
     }
   }
 
-  // `path`: the tool whose arguments these are, while they are converted (see `fn` below).
-  function toJson(where, value, path) {
+  // `path`: the tool whose arguments these are, while they are converted (see `fn` below);
+  // `where` names the value in errors: a store key, else that tool call.
+  function toJson(value, path, where) {
     let json;
     marshalling = path;
-    try { json = stringify(value); } catch (e) { marshalling = ""; throw new TypeErr(where + ": the value must be JSON-serialisable (" + render(e && e.message) + ")"); }
+    try { json = stringify(value); } catch (e) { marshalling = ""; throw new TypeErr((where ?? "tools." + path + "()") + ": the value must be JSON-serialisable (" + render(e && e.message) + ")"); }
     marshalling = "";
-    if (json === undefined) throw new TypeErr(where + ": the value must be a JSON value, got " + typeof value);
+    if (json === undefined) throw new TypeErr((where ?? "tools." + path + "()") + ": the value must be a JSON value, got " + typeof value);
     return json;
   }
 
@@ -62,7 +63,7 @@
     for (const key of keys(table)) out[key] = table[key];
     return freeze(out);
   }
-  const root = create(null), branches = create(null);
+  const root = create(null), branches = create(null), parsed = freeze([parse]);
   for (const path of config.tools) {
     // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
     // code, message) given the stack of this call site (taken here, ~2 µs) so it names the line.
@@ -70,8 +71,8 @@
     const dot = path.indexOf("."), fn = (args) => {
       if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
       let json = "{}";
-      if (args !== undefined) try { json = toJson("tools." + path + "()", args, path); } catch (e) { return apply(reject, Prom, [e]); }
-      return apply(then, host("call", path, json, new Err()), [parse]);
+      if (args !== undefined) try { json = toJson(args, path); } catch (e) { return apply(reject, Prom, [e]); }
+      return apply(then, host("call", path, json, new Err()), parsed);
     };
     if (dot < 0) root[path] = fn;
     else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;
@@ -94,7 +95,7 @@
   const checkKey = (name, key) => { if (typeof key !== "string" || key === "") throw new TypeErr(name + ": key must be a non-empty string"); };
   global("store", function store(key, value) {
     checkKey("store(key, value)", key);
-    const problem = host("store", stringify(key), value === undefined ? undefined : toJson("store(" + stringify(key) + ")", value, ""));
+    const problem = host("store", stringify(key), value === undefined ? undefined : toJson(value, "", "store(" + stringify(key) + ")"));
     if (problem) throw new RangeErr(problem);
   });
   global("load", function load(key) {
