@@ -350,6 +350,7 @@ async function exception(input: DiagnoseInput): Promise<Diagnosis> {
   if (/^TypeError: cannot read property (?:'[^']*' )?of (undefined|null)$/.test(message)) return analysis.missingValue(offset, /null$/.test(message));
   if (/^TypeError: .*not iterable$/.test(message)) return analysis.notIterable(offset);
   if (/^TypeError: (.* )?not a function$/.test(message)) return analysis.notAFunction(offset);
+  if (/^TypeError: cannot convert to object$/.test(message)) return analysis.notAnObject(offset);
   if (/^SyntaxError: /.test(message)) return analysis.jsonParse(offset);
   return {};
 }
@@ -381,6 +382,9 @@ interface Origin {
   /** The call was not awaited: the value is the promise, not the result. */
   promise: boolean;
 }
+
+/** Properties of built-in values a misspelling most often aims at. */
+const COMMON_PROPERTIES = ["length", "size", "name", "message", "keys", "values", "entries", "toString", "prototype", "constructor", "push", "map", "filter", "forEach", "reduce", "join", "split", "trim", "slice", "includes", "indexOf", "replace", "toUpperCase", "toLowerCase", "startsWith", "endsWith", "padStart", "padEnd", "toFixed", "sort", "concat", "find", "some", "every", "flat", "flatMap", "then", "catch", "finally"];
 
 const ITEM_CALLBACKS = new Set(["map", "forEach", "filter", "find", "findIndex", "findLast", "findLastIndex", "some", "every", "flatMap", "sort", "toSorted"]);
 const ARRAY_METHODS = new Set([...ITEM_CALLBACKS, "reduce", "slice", "join", "includes", "indexOf", "at", "concat", "length", "entries", "keys", "values", "push", "reverse"]);
@@ -427,7 +431,8 @@ class Analysis {
     switch (expr.type) {
       case "AwaitExpression": {
         const inner = this.origin(expr.argument, depth + 1);
-        return inner ? { ...inner, promise: false } : undefined;
+        // `await tools.x().items` awaits a property of the promise, not the result.
+        return inner ? { ...inner, promise: inner.promise && inner.segments.length > 0 } : undefined;
       }
       case "CallExpression": {
         const path = this.toolPathOf(expr.callee);
@@ -440,8 +445,7 @@ class Analysis {
         return this.origin(expr.left, depth + 1);
       case "MemberExpression": {
         const base = this.origin(expr.object, depth + 1);
-        if (!base || base.promise) return base && { ...base, segments: [...base.segments, this.segment(expr)] };
-        return { ...base, segments: [...base.segments, this.segment(expr)] };
+        return base && { ...base, segments: [...base.segments, this.segment(expr)] };
       }
       case "Identifier":
         return this.binding(expr, depth);
@@ -493,7 +497,7 @@ class Analysis {
   }
 
   private extend(origin: Origin | undefined, path: PathSegment[]): Origin | undefined {
-    if (!origin || origin.promise) return origin;
+    if (!origin || (origin.promise && origin.segments.length === 0)) return origin;
     return { ...origin, segments: [...origin.segments, ...path] };
   }
 
@@ -557,6 +561,10 @@ class Analysis {
   }
 
   private promiseHint(node: N, origin: Origin): Diagnosis {
+    if (origin.segments.length > 0) {
+      const path = formatSegments(origin.segments);
+      return { hint: `.${path} is read from the promise of tools.${origin.tool}() at line ${this.callLine(origin)}, not from its result: write (await tools.${origin.tool}(…)).${path}` };
+    }
     // The name that holds the promise (r in r.items), or the call itself.
     let root = node;
     while (root.type === "MemberExpression" || root.type === "ChainExpression") root = root.type === "ChainExpression" ? root.expression : root.object;
@@ -571,7 +579,16 @@ class Analysis {
     if (!member) return {};
     const object = member.object as N;
     const origin = this.origin(object);
-    if (!origin) return isNull ? {} : { hint: `${this.text(object)} is undefined here: check it before reading ${this.text(member)} (for example with ?.)` };
+    if (!origin) {
+      if (isNull) return {};
+      // A misspelled built-in property (s.lenght, a.lenth) reads undefined, which then fails.
+      if (object.type === "MemberExpression") {
+        const name = this.segment(object);
+        const builtin = typeof name === "string" ? closestNames(name, COMMON_PROPERTIES, 1)[0] : undefined;
+        if (builtin !== undefined && builtin !== name && isCloseName(name as string, builtin)) return { hint: `${this.text(object)} is undefined: did you mean .${builtin}?` };
+      }
+      return { hint: `${this.text(object)} is undefined here: check it before reading ${this.text(member)} (for example with ?.)` };
+    }
     if (origin.promise) return this.promiseHint(object, origin);
     return this.fieldHint(object, origin);
   }
@@ -665,6 +682,17 @@ class Analysis {
     if (typeof method === "string" && ARRAY_METHODS.has(method)) return this.objectNotArray(object, "method", method);
     if (origin.segments.length > 0) return this.fieldHint(callee, { ...origin, segments: [...origin.segments, method] });
     return { hint: `tools.${origin.tool} resolves to ${this.shape(origin)}; it has no method ${String(method)}()` };
+  }
+
+  /** Object.keys(x) and the like of undefined: where x came from. */
+  notAnObject(offset: number): Diagnosis {
+    const call = this.around(offset, (node) => node.type === "CallExpression" && node.arguments.length > 0)[0];
+    const argument = call?.arguments[0] as N | undefined;
+    if (!argument) return {};
+    const origin = this.origin(argument);
+    if (!origin) return { hint: `${this.text(argument)} is undefined or null here: check it before passing it to ${this.text(call!.callee)}()` };
+    if (origin.promise) return this.promiseHint(argument, origin);
+    return this.fieldHint(argument, origin);
   }
 
   /** A runtime SyntaxError at a JSON.parse call: parsing what already is an object, or nothing. */
@@ -766,9 +794,10 @@ async function withSite(input: DiagnoseInput, diagnosis: Diagnosis): Promise<Dia
 // ---- promises nobody waits for -----------------------------------------------------------------
 
 export interface Floating {
-  /** `tools.x` or the async function's name. */
+  /** `tools.x`, the async function's name, or the expression (`items.forEach`, `Promise.all`). */
   callee: string;
-  kind: "tool" | "async";
+  /** A tool call (maybe through .then/.catch), a call of an async function, a forEach with an async callback, a Promise combinator. */
+  kind: "tool" | "async" | "forEach" | "combinator";
   line: number;
   column: number;
 }
@@ -779,7 +808,8 @@ export interface Floating {
  * `tools.` (and declared async names) at the start of a statement.
  */
 export function mayDropPromises(code: string): boolean {
-  if (statementStart(code, "tools.")) return true;
+  if (statementStart(code, "tools.") || statementStart(code, "Promise.")) return true;
+  if (code.includes("forEach") && /\.forEach\(\s*async\b/.test(code)) return true;
   if (!code.includes("async")) return false;
   for (const match of code.matchAll(/async\s+function\s*\*?\s*([A-Za-z_$][\w$]*)|([A-Za-z_$][\w$]*)\s*=\s*async\b/g)) {
     const name = match[1] ?? match[2]!;
@@ -817,13 +847,21 @@ export async function floatingCalls(code: string, tools: ReadonlyMap<string, Too
     if (node.type === "VariableDeclarator" && node.id.type === "Identifier" && (node.init?.type === "ArrowFunctionExpression" || node.init?.type === "FunctionExpression") && node.init.async) asyncNames.add(node.id.name as string);
   }
   const out: Floating[] = [];
+  const member = (call: N): string | undefined => (call.callee.type === "MemberExpression" && !call.callee.computed ? (call.callee.property.name as string) : undefined);
   for (const node of parsed.nodes) {
     if (node.type !== "ExpressionStatement" || node.expression.type !== "CallExpression") continue;
-    const call = node.expression as N;
-    const origin = analysis.origin(call);
+    let call = node.expression as N;
     const position = analysis.lines.position(call.start);
-    if (origin?.promise) out.push({ callee: `tools.${origin.tool}`, kind: "tool", ...position });
+    // tools.x().then(…).catch(…): the chain still drops the promise of the call.
+    while (["then", "catch", "finally"].includes(member(call) ?? "") && call.callee.object.type === "CallExpression") call = call.callee.object;
+    const origin = analysis.origin(call);
+    if (origin?.promise && origin.segments.length === 0) out.push({ callee: `tools.${origin.tool}`, kind: "tool", ...position });
     else if (call.callee.type === "Identifier" && asyncNames.has(call.callee.name as string)) out.push({ callee: call.callee.name as string, kind: "async", ...position });
+    else if (member(call) === "forEach" && (call.arguments[0]?.type === "ArrowFunctionExpression" || call.arguments[0]?.type === "FunctionExpression") && call.arguments[0].async) {
+      out.push({ callee: `${code.slice(call.callee.start, call.callee.end)}`, kind: "forEach", ...position });
+    } else if (call.callee.type === "MemberExpression" && call.callee.object.type === "Identifier" && call.callee.object.name === "Promise" && ["all", "allSettled", "race", "any"].includes(member(call) ?? "")) {
+      out.push({ callee: `Promise.${member(call)}`, kind: "combinator", ...position });
+    }
   }
   return out;
 }

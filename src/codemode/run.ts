@@ -266,6 +266,14 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     warnings.push(`tools.${state.record.tool}(${state.record.args})${at} was still pending and was cancelled${why}`);
   }
   for (const site of floating) {
+    if (site.kind === "forEach") {
+      warnings.push(`${site.callee}(async …) at line ${site.line} does not wait for its callbacks: their tool calls are cancelled when the program ends and their errors are lost — write for (const item of …) { await … } or await Promise.all(items.map(async (item) => …))`);
+      continue;
+    }
+    if (site.kind === "combinator") {
+      warnings.push(`${site.callee}(…) at line ${site.line} is not awaited, so the program does not wait for it — write await ${site.callee}(…)`);
+      continue;
+    }
     if (site.kind === "async") {
       warnings.push(`${site.callee}() at line ${site.line} calls an async function without await, so the program does not wait for it: its errors are lost and its tool calls are cancelled when the program ends — write await ${site.callee}()`);
       continue;

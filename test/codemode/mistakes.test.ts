@@ -72,6 +72,9 @@ const MISTAKES: Mistake[] = [
   { name: "a misspelled key of an item in a callback", code: `const r = await tools.list_items({});\ntext(r.items.map((i) => i.titel.toUpperCase()).join());`, fix: 'items[0] in the result of tools.list_items has no "titel": did you mean .title?', line: 2 },
   { name: "a destructured key the result lacks", code: `const { rows } = await tools.list_items({});\ntext(rows.length);`, fix: 'tools.list_items resolves to { items, total }, which has no "rows"', line: 2 },
   { name: "a missing await", code: `const r = tools.list_items({});\ntext(r.items.length);`, fix: "r is the promise of tools.list_items() at line 1, not its result: await it", line: 2 },
+  { name: "a property read from the promise", code: `const items = await tools.list_items({}).items;\ntext(items.length);`, fix: ".items is read from the promise of tools.list_items() at line 1, not from its result: write (await tools.list_items(…)).items", line: 2 },
+  { name: "Object.keys of a key the result lacks", code: `const data = await tools.list_items({});\nObject.keys(data.result).forEach((k) => text(k));`, fix: 'tools.list_items resolves to { items, total }, which has no "result"', line: 2 },
+  { name: "a misspelled built-in property", code: `const name = "report";\ntext(name.lenght.toString());`, fix: "name.lenght is undefined: did you mean .length?", line: 2 },
   { name: "a namespace called as a tool", code: `const issues = await tools.github({ repo: "a/b" });`, fix: "tools.github is a namespace of tools, not a tool: call one of tools.github.list_issues", line: 1 },
 
   // ---- tool calls that are refused ---------------------------------------------------------------
@@ -100,6 +103,9 @@ const MISTAKES: Mistake[] = [
 
   // ---- promises nobody waits for (the run itself succeeds) ---------------------------------------
   { name: "a tool call neither awaited nor kept", code: `tools.list_items({ query: "x" });\ntext("done");`, fix: "tools.list_items(…) at line 1 is neither awaited nor kept, so the program does not wait for it — write await tools.list_items(…)", line: 1, status: "ok" },
+  { name: "forEach with an async callback", code: `const r = await tools.list_items({});\nr.items.forEach(async (item) => {\n  await tools.list_items({ query: item.id });\n});`, fix: "r.items.forEach(async …) at line 2 does not wait for its callbacks", line: 2, status: "ok" },
+  { name: "a then() chain nobody waits for", code: `tools.list_items({}).then((r) => text(String(r.total)));`, fix: "tools.list_items(…) at line 1 is neither awaited nor kept", line: 1, status: "ok" },
+  { name: "Promise.all without await", code: `const ids = ["a", "b"];\nPromise.all(ids.map((id) => tools.list_items({ query: id })));`, fix: "Promise.all(…) at line 2 is not awaited, so the program does not wait for it — write await Promise.all(…)", line: 2, status: "ok" },
   { name: "an async main() without await", code: `async function main() {\n  await tools.list_items({});\n}\nmain();`, fix: "main() at line 4 calls an async function without await, so the program does not wait for it", line: 4, status: "ok" },
   { name: "an exception in a setTimeout callback", code: `setTimeout(() => {\n  null.x;\n}, 1);\nawait sleep(20);`, fix: "a setTimeout callback threw and nothing caught it (line 2, column 7): TypeError: cannot read property 'x' of null", line: 2, status: "ok" },
   { name: "a failed call nothing waited for", code: `tools.fail_now({});\nawait sleep(20);\ntext("end");`, fix: "tools.fail_now(…) at line 1 is neither awaited nor kept, so the program does not wait for it; it failed and nothing caught it: the disk is full", line: 1, status: "ok" },
