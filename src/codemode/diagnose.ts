@@ -381,6 +381,8 @@ interface Origin {
   segments: PathSegment[];
   /** The call was not awaited: the value is the promise, not the result. */
   promise: boolean;
+  /** `await tools.x().key`: the await applied to a property of the promise. */
+  awaitedMember?: boolean;
 }
 
 /** Properties of built-in values a misspelling most often aims at. */
@@ -432,7 +434,8 @@ class Analysis {
       case "AwaitExpression": {
         const inner = this.origin(expr.argument, depth + 1);
         // `await tools.x().items` awaits a property of the promise, not the result.
-        return inner ? { ...inner, promise: inner.promise && inner.segments.length > 0 } : undefined;
+        if (!inner) return undefined;
+        return inner.promise && inner.segments.length > 0 ? { ...inner, awaitedMember: true } : { ...inner, promise: false };
       }
       case "CallExpression": {
         const path = this.toolPathOf(expr.callee);
@@ -561,7 +564,7 @@ class Analysis {
   }
 
   private promiseHint(node: N, origin: Origin): Diagnosis {
-    if (origin.segments.length > 0) {
+    if (origin.awaitedMember) {
       const path = formatSegments(origin.segments);
       return { hint: `.${path} is read from the promise of tools.${origin.tool}() at line ${this.callLine(origin)}, not from its result: write (await tools.${origin.tool}(…)).${path}` };
     }
@@ -740,7 +743,7 @@ function stalled(input: DiagnoseInput): Diagnosis {
     };
   }
   const top = busiest(input.callsByTool);
-  if (top && top[1] >= 5) {
+  if (top && top[1] >= 3) {
     return {
       message: `the program was still polling when ${deadline} passed: it called tools.${top[0]} ${top[1]} times${statuses(input)}`,
       hint: `poll with await sleep(ms) between calls and stop before the deadline (budget().ms_left), or return what you have and check again in a later run${input.taskStatuses.size > 0 ? " with ptc_task_output" : ""}`,
