@@ -368,6 +368,25 @@ function referenceError(input: DiagnoseInput, name: string): Diagnosis {
   return { hint: `${name} is not defined: declare it (const ${name} = …) before this line; the sandbox's own globals are tools, text, console, store, load, sleep, setTimeout, clearTimeout and budget` };
 }
 
+/** A misspelling of a built-in name: the same letters swapped ("lenght"), or one letter off. */
+function typo(name: string, builtin: string): boolean {
+  const sorted = (word: string) => [...word.toLowerCase()].sort().join("");
+  if (sorted(name) === sorted(builtin)) return true;
+  return levenshteinOne(name.toLowerCase(), builtin.toLowerCase());
+}
+
+function levenshteinOne(a: string, b: string): boolean {
+  if (a === b) return true;
+  if (a.length === b.length) {
+    let diff = 0;
+    for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && ++diff > 1) return false;
+    return true;
+  }
+  const [short, long] = a.length < b.length ? [a, b] : [b, a];
+  for (let i = 0; i < long.length; i++) if (long.slice(0, i) + long.slice(i + 1) === short) return true;
+  return false;
+}
+
 function declaredNames(code: string): string[] {
   const names = new Set<string>();
   for (const match of code.matchAll(/\b(?:const|let|var|function|class)\s+([A-Za-z_$][\w$]*)/g)) names.add(match[1]!);
@@ -387,6 +406,10 @@ interface Origin {
 
 /** Properties of built-in values a misspelling most often aims at. */
 const COMMON_PROPERTIES = ["length", "size", "name", "message", "keys", "values", "entries", "toString", "prototype", "constructor", "push", "map", "filter", "forEach", "reduce", "join", "split", "trim", "slice", "includes", "indexOf", "replace", "toUpperCase", "toLowerCase", "startsWith", "endsWith", "padStart", "padEnd", "toFixed", "sort", "concat", "find", "some", "every", "flat", "flatMap", "then", "catch", "finally"];
+
+/** Array methods whose result has the array's shape, and those that give one of its items. */
+const SAME_ARRAY = new Set(["filter", "sort", "toSorted", "slice", "reverse", "toReversed", "concat"]);
+const ONE_ITEM = new Set(["find", "findLast", "at", "pop", "shift"]);
 
 const ITEM_CALLBACKS = new Set(["map", "forEach", "filter", "find", "findIndex", "findLast", "findLastIndex", "some", "every", "flatMap", "sort", "toSorted"]);
 const ARRAY_METHODS = new Set([...ITEM_CALLBACKS, "reduce", "slice", "join", "includes", "indexOf", "at", "concat", "length", "entries", "keys", "values", "push", "reverse"]);
@@ -409,6 +432,23 @@ class Analysis {
   private operand(node: N): string {
     const shown = this.text(node);
     return ["Identifier", "MemberExpression", "CallExpression", "ThisExpression"].includes(node.type) ? shown : `(${shown})`;
+  }
+
+  /** The name at the root of `node`, when it holds the unawaited promise of an async function the program declares. */
+  private asyncPromise(node: N): { holder: string; name: string; line: number } | undefined {
+    let root = node;
+    while (root.type === "MemberExpression") root = root.object;
+    if (root.type !== "Identifier") return undefined;
+    const declarator = this.parsed.nodes.find((candidate) => candidate.type === "VariableDeclarator" && candidate.id.type === "Identifier" && candidate.id.name === root.name && candidate.start < root.start);
+    const init = declarator?.init as N | undefined;
+    if (!init || init.type !== "CallExpression" || init.callee.type !== "Identifier") return undefined;
+    const name = init.callee.name as string;
+    const isAsync = this.parsed.nodes.some(
+      (candidate) =>
+        (candidate.type === "FunctionDeclaration" && candidate.async && candidate.id?.name === name) ||
+        (candidate.type === "VariableDeclarator" && candidate.id.type === "Identifier" && candidate.id.name === name && candidate.init?.async === true),
+    );
+    return isAsync ? { holder: root.name as string, name, line: this.lines.position(init.start).line } : undefined;
   }
 
   /** Nodes containing `offset`, innermost first. */
@@ -440,6 +480,10 @@ class Analysis {
       case "CallExpression": {
         const path = this.toolPathOf(expr.callee);
         if (path !== undefined && this.input.tools.has(path)) return { tool: path, call: expr, segments: [], promise: true };
+        // r.items.filter(…) is still r.items' shape; r.items.find(…) one of its items.
+        const method = expr.callee.type === "MemberExpression" && !expr.callee.computed ? (expr.callee.property.name as string) : undefined;
+        if (method && SAME_ARRAY.has(method)) return this.origin(expr.callee.object, depth + 1);
+        if (method && ONE_ITEM.has(method)) return this.extend(this.origin(expr.callee.object, depth + 1), [0]);
         return undefined;
       }
       case "ChainExpression":
@@ -584,11 +628,13 @@ class Analysis {
     const origin = this.origin(object);
     if (!origin) {
       if (isNull) return {};
+      const pending = this.asyncPromise(object);
+      if (pending) return { hint: `${pending.holder} is the promise of ${pending.name}() at line ${pending.line}, an async function, not its result: await it (const x = await ${pending.name}(…))` };
       // A misspelled built-in property (s.lenght, a.lenth) reads undefined, which then fails.
       if (object.type === "MemberExpression") {
         const name = this.segment(object);
         const builtin = typeof name === "string" ? closestNames(name, COMMON_PROPERTIES, 1)[0] : undefined;
-        if (builtin !== undefined && builtin !== name && isCloseName(name as string, builtin)) return { hint: `${this.text(object)} is undefined: did you mean .${builtin}?` };
+        if (builtin !== undefined && builtin !== name && typo(name as string, builtin)) return { hint: `${this.text(object)} is undefined: did you mean .${builtin}?` };
       }
       return { hint: `${this.text(object)} is undefined here: check it before reading ${this.text(member)} (for example with ?.)` };
     }
@@ -627,16 +673,22 @@ class Analysis {
         const fix = closest !== undefined && isCloseName(String(missing), closest) ? `did you mean .${closest}?` : keys.length > 0 ? `its keys are ${keys.join(", ")}` : "its schema does not declare it";
         return { hint: `${before} in the result of tools.${origin.tool} has no ${JSON.stringify(String(missing))}: ${fix}` };
       }
-      default:
+      default: {
+        const last = segments[segments.length - 1];
+        if (typeof last === "number" && node.type === "MemberExpression") {
+          const list = this.text(node.object);
+          return { hint: `${list} has no item [${last}] in this result of tools.${origin.tool} (it may be shorter, or empty): check ${list}.length first` };
+        }
         return { hint: `${shown} is optional in the result of tools.${origin.tool} and this result has none: check it before use (${shown}?.…)` };
+      }
     }
   }
 
   notIterable(offset: number): Diagnosis {
-    const iterates = (node: N): boolean => node.type === "ForOfStatement" || (node.type === "VariableDeclarator" && node.id.type === "ArrayPattern") || node.type === "SpreadElement" || node.type === "CallExpression";
+    const iterates = (node: N): boolean => node.type === "ForOfStatement" || (node.type === "VariableDeclarator" && node.id.type === "ArrayPattern") || node.type === "SpreadElement" || node.type === "CallExpression" || node.type === "NewExpression";
     // QuickJS points at the iterated value, or at the start of a destructuring declaration.
     const line = this.lines.position(offset).line;
-    const holder = this.around(offset, iterates)[0] ?? this.parsed.nodes.find((node) => iterates(node) && node.type !== "CallExpression" && this.lines.position(node.start).line === line);
+    const holder = this.around(offset, iterates)[0] ?? this.parsed.nodes.find((node) => iterates(node) && node.type !== "CallExpression" && node.type !== "NewExpression" && this.lines.position(node.start).line === line);
     if (!holder) return {};
     const iterated: N | undefined = holder.type === "ForOfStatement" ? holder.right : holder.type === "VariableDeclarator" ? holder.init : holder.type === "SpreadElement" ? holder.argument : holder.arguments?.[0];
     return this.objectNotArray(iterated, holder.type === "ForOfStatement" ? (holder.await ? "for await" : "for…of") : "iterate");
