@@ -17,6 +17,11 @@ import { diagnose, floatingCalls, mayDropPromises, type Diagnosis, type Floating
 const CALL_RECORDS = 200;
 const ARGS_PREVIEW = 200;
 const CONSOLE_LINES = 500;
+/**
+ * Programs longer than this are run as they are and not analysed: stripping types and parsing
+ * happen on the host's own thread (~1 ms per 10 KB), and no model writes a program this long.
+ */
+const MAX_ANALYSED_CHARS = 512 * 1024;
 /** Tools whose results say how polled tasks stand: a deadline reached while polling names the last statuses. */
 const TASK_TOOLS = new Set(["ptc_task_output", "ptc_task_list", "ptc_subagent"]);
 /** Tasks whose last seen status is kept. */
@@ -219,7 +224,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   try {
     done = takeOutput(await handle.done);
     // Compiling runs nothing, so a program QuickJS refused can be tried again as TypeScript.
-    if (done.error?.kind === "syntax" && !settings.signal?.aborted) {
+    if (done.error?.kind === "syntax" && !settings.signal?.aborted && code.length <= MAX_ANALYSED_CHARS) {
       const stripped = await stripTypes(code).catch(() => undefined);
       if (stripped?.unsupported) {
         const { construct, line, column, fix } = stripped.unsupported;
@@ -255,7 +260,8 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   queue.length = 0;
 
   // Promises the program dropped: found by a parse only when a text check or a cancelled call says there may be some.
-  const floating = cancelled.length > 0 || mayDropPromises(code) ? await floatingCalls(code, env.tools).catch(() => [] as Floating[]) : [];
+  const analysed = code.length <= MAX_ANALYSED_CHARS;
+  const floating = analysed && (cancelled.length > 0 || mayDropPromises(code)) ? await floatingCalls(code, env.tools).catch(() => [] as Floating[]) : [];
   const sites = new Map<string, Floating[]>();
   for (const site of floating) if (site.kind === "tool") sites.set(site.callee, [...(sites.get(site.callee) ?? []), site]);
   for (const state of cancelled) {
@@ -300,7 +306,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   }
   let error = done.error && boundMessage(done.error);
   if (error) {
-    if (diagnosis.hint === undefined) {
+    if (diagnosis.hint === undefined && analysed) {
       diagnosis = await diagnose({
         code,
         source: written,

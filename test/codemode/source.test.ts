@@ -61,6 +61,13 @@ describe("TypeScript", () => {
     expect(Object.hasOwn(result.details, "source")).toBe(false);
   });
 
+  it("leaves a program longer than 512 KiB as it is: no stripping or parsing on the host's thread", async () => {
+    const result = await cm.run(`${"// padding\n".repeat(50_000)}const a: number = 1;`);
+    expect(result.structuredContent.error).toMatchObject({ kind: "syntax", line: 50_001 });
+    expect(Object.hasOwn(result.structuredContent.error!, "hint")).toBe(false);
+    expect(Object.hasOwn(result.details, "source")).toBe(false);
+  });
+
   it("refuses what needs generated code, naming the construct and its line", async () => {
     const result = await cm.run(`const n: number = 1;\nclass A {\n  constructor(readonly id: string) {}\n}`);
     expect(result.structuredContent.error).toStrictEqual({
