@@ -28,7 +28,7 @@ export const taskRecordSchema = z.object({
   label: z.string(),
   output_bytes: z.number().int().optional(),
   error_message: z.string().optional(),
-  driver: z.enum(["script", "command", "openai", "function"]),
+  driver: z.enum(["script", "command", "openai", "function", "workflow"]),
   task: z.string(),
   parent_task_id: z.string().optional(),
   background: z.boolean(),

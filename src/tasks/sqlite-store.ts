@@ -1,10 +1,18 @@
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
+import { createRequire } from "node:module";
 import { appendFileSync, closeSync, fstatSync, mkdirSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ListFilter, ListPage, TaskStore } from "./store.js";
 import type { Owner, TaskRecord, TaskStatus } from "./types.js";
 import { ACTIVE_STATUSES } from "./types.js";
 import { invalidArgument } from "./errors.js";
+
+// The native module loads with the first persistent store: a host without a data dir never needs it.
+let sqlite: typeof Database | undefined;
+function openDatabase(file: string): Database.Database {
+  sqlite ??= createRequire(import.meta.url)("better-sqlite3") as typeof Database;
+  return new sqlite(file);
+}
 
 /**
  * Records live in `<dataDir>/tasks.db` (SQLite, WAL so several hosts can share one data dir);
@@ -28,7 +36,7 @@ export class SqliteTaskStore implements TaskStore {
     this.dataDir = dataDir;
     this.logDir = join(dataDir, "tasks");
     mkdirSync(this.logDir, { recursive: true });
-    this.db = new Database(join(dataDir, "tasks.db"));
+    this.db = openDatabase(join(dataDir, "tasks.db"));
     this.db.pragma("journal_mode = WAL");
     // In WAL mode NORMAL still survives a killed process (the case that matters for a host);
     // only an OS crash can drop the last commits, and it saves an fsync per task transition.
