@@ -302,8 +302,19 @@ interface Bracket {
 /** The first bracket that does not match, by acorn's tokens (strings, templates, regexps and comments read right). */
 function bracketBalance(acorn: Acorn, code: string): { kind: "unclosed" | "mismatch"; open: Bracket; close?: Bracket } | undefined {
   const lines = new Lines(code);
-  const indent = (offset: number): number => /^\s*/.exec(lines.text(lines.position(offset).line))![0].length;
-  const startsLine = (offset: number): boolean => lines.text(lines.position(offset).line).trimStart().startsWith(code[offset]!);
+  // Each line's indentation and where its first non-blank character is, computed once (a
+  // minified program is one long line: per-token slicing of it was quadratic).
+  const indents = lines.starts.map((start) => {
+    let i = start;
+    while (i < code.length && (code[i] === " " || code[i] === "\t")) i++;
+    return i;
+  });
+  const lineOf = (offset: number): number => lines.position(offset).line;
+  const indent = (offset: number): number => {
+    const line = lineOf(offset);
+    return indents[line - 1]! - lines.starts[line - 1]!;
+  };
+  const startsLine = (offset: number): boolean => indents[lineOf(offset) - 1] === offset;
   const stack: Bracket[] = [];
   /** The first pair whose closer sits on its own line indented unlike its opener: where a closer was likely dropped. */
   let suspect: Bracket | undefined;
@@ -315,7 +326,7 @@ function bracketBalance(acorn: Acorn, code: string): { kind: "unclosed" | "misma
         const open = stack.pop();
         if (!open) return undefined;
         if (CLOSER[open.char] !== label) return { kind: "mismatch", open, close: { char: label, start: token.start } };
-        if (!suspect && startsLine(token.start) && lines.position(open.start).line !== lines.position(token.start).line && indent(token.start) !== indent(open.start)) suspect = open;
+        if (!suspect && startsLine(token.start) && lineOf(open.start) !== lineOf(token.start) && indent(token.start) !== indent(open.start)) suspect = open;
       }
     }
   } catch {

@@ -224,7 +224,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   try {
     done = takeOutput(await handle.done);
     // Compiling runs nothing, so a program QuickJS refused can be tried again as TypeScript.
-    if (done.error?.kind === "syntax" && !settings.signal?.aborted && code.length <= MAX_ANALYSED_CHARS) {
+    if (done.error?.kind === "syntax" && !settings.signal?.aborted && analysable(code, done.error)) {
       const stripped = await stripTypes(code).catch(() => undefined);
       if (stripped?.unsupported) {
         const { construct, line, column, fix } = stripped.unsupported;
@@ -260,7 +260,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   queue.length = 0;
 
   // Promises the program dropped: found by a parse only when a text check or a cancelled call says there may be some.
-  const analysed = code.length <= MAX_ANALYSED_CHARS;
+  const analysed = analysable(code, done.error);
   const floating = analysed && (cancelled.length > 0 || mayDropPromises(code)) ? await floatingCalls(code, env.tools).catch(() => [] as Floating[]) : [];
   const sites = new Map<string, Floating[]>();
   for (const site of floating) if (site.kind === "tool") sites.set(site.callee, [...(sites.get(site.callee) ?? []), site]);
@@ -338,6 +338,15 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     output,
     outputBudget: limits.outputBudget,
   });
+}
+
+/**
+ * Whether the host reads the program (to strip types or diagnose): not when it is too long, nor
+ * when QuickJS's own parser ran out of stack on it (nesting that deep would only cost the host's
+ * parsers the same, on the host's thread).
+ */
+function analysable(code: string, error: GuestError | undefined): boolean {
+  return code.length <= MAX_ANALYSED_CHARS && !(error?.kind === "syntax" && /stack overflow/i.test(error.message));
 }
 
 /** The engine's error with what diagnosis found: a clearer message, the fix, a position it lacked. */
