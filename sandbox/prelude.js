@@ -18,7 +18,7 @@
   delete g.__codemode_config;
   const stringify = JSON.stringify, parse = JSON.parse, create = Object.create, freeze = Object.freeze;
   const define = Object.defineProperty, keys = Object.keys, apply = Reflect.apply, Str = String;
-  const TypeErr = TypeError, RangeErr = RangeError, P = Proxy, Err = Error, Prom = Promise, reject = Promise.reject, then = Promise.prototype.then;
+  const TypeErr = TypeError, RangeErr = RangeError, P = Proxy, Prom = Promise, reject = Promise.reject, then = Promise.prototype.then;
   const timers = new Map(), mapHas = Map.prototype.has, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete;
   let marshalling = "";
   const global = (name, value) => define(g, name, { value, writable: false, enumerable: false, configurable: false });
@@ -67,13 +67,14 @@
   const root = create(null), branches = create(null), parsed = [parse];
   for (const path of config.tools) {
     // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
-    // code, message) given the stack of this call site (taken here, ~2 µs) so it names the line.
+    // code, message) that has no stack yet: QuickJS adds one where it is first thrown, which is
+    // the program's own `await` of the call (an async wrapper here would put its frame there).
     // A tool called from a toJSON or getter of another call's arguments would nest without bound.
     const dot = path.indexOf("."), fn = (args) => {
       if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
       let json = "{}";
       if (args !== undefined) try { json = toJson(args, path); } catch (e) { return apply(reject, Prom, [e]); }
-      return apply(then, host("call", path, json, new Err()), parsed);
+      return apply(then, host("call", path, json), parsed);
     };
     if (dot < 0) root[path] = fn;
     else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;

@@ -128,11 +128,15 @@ export interface DiagnoseInput {
   callsByTool: ReadonlyMap<string, number>;
   /** The last status the program saw of each task it polled. */
   taskStatuses: ReadonlyMap<string, string>;
+  /** Calls that failed, with their (possibly cut) messages: an uncaught one is placed at its own call. */
+  failedCalls?: ReadonlyArray<{ tool: string; args: string; error?: string }>;
 }
 
 export interface Diagnosis {
   /** Replaces the engine's message where that only named a symptom. */
   message?: string;
+  /** `line`/`column` replace the engine's position (a failed call's own site, not the await that threw it). */
+  relocated?: boolean;
   /** The fix, in one or two sentences. */
   hint?: string;
   line?: number;
@@ -342,6 +346,8 @@ function bracketBalance(acorn: Acorn, code: string): { kind: "unclosed" | "misma
 async function exception(input: DiagnoseInput): Promise<Diagnosis> {
   const { error, code } = input;
   const message = error.message;
+  const site = await failedCallSite(input);
+  if (site) return site;
   const reference = /^ReferenceError: '([^']+)' is not defined$/.exec(message);
   if (reference) return referenceError(input, reference[1]!);
   const module = /^ReferenceError: could not load module '([^']*)'/.exec(message);
@@ -364,6 +370,56 @@ async function exception(input: DiagnoseInput): Promise<Diagnosis> {
   if (/^TypeError: cannot convert to object$/.test(message)) return analysis.notAnObject(offset);
   if (/^SyntaxError: /.test(message)) return analysis.jsonParse(offset);
   return {};
+}
+
+/**
+ * A tool's rejection gets its stack where the program first throws it, its `await` (no capture
+ * per call: that cost ~2 µs on every call). When that await is not the call itself (a promise
+ * awaited later, one call of a Promise.all), the failure is placed at the call that failed: the
+ * one call of that tool in the statement that threw it, or in the whole program.
+ */
+async function failedCallSite(input: DiagnoseInput): Promise<Diagnosis | undefined> {
+  const { error } = input;
+  const text = error.name && error.message.startsWith(`${error.name}: `) ? error.message.slice(error.name.length + 2) : error.message;
+  const failed = input.failedCalls?.find((call) => call.error !== undefined && (call.error.endsWith("…") ? text.startsWith(call.error.slice(0, -1)) : text === call.error));
+  if (!failed) return undefined;
+  const parsed = await parse(input.code);
+  if (!parsed) return undefined;
+  const analysis = new Analysis(input, parsed);
+  const calls = parsed.nodes.filter((node) => node.type === "CallExpression" && analysis.toolPath(node.callee) === failed.tool);
+  let chosen: N | undefined;
+  if (error.line !== undefined) {
+    const offset = analysis.lines.offset(error.line, error.column ?? 1);
+    const statement = parsed.nodes
+      .filter((node) => /Statement$|Declaration$/.test(node.type) && node.type !== "BlockStatement" && node.start <= offset && offset <= node.end)
+      .sort((a, b) => a.end - a.start - (b.end - b.start))[0];
+    let inside = statement ? calls.filter((call) => call.start >= statement.start && call.end <= statement.end) : [];
+    // Several calls of the tool there (a Promise.all): the one whose literal argument has the failed call's keys.
+    if (inside.length > 1) inside = inside.filter((call) => sameKeys(call.arguments[0], failed.args));
+    if (inside.length === 1) chosen = inside[0];
+    else if (inside.length > 1) return undefined;
+  }
+  chosen ??= calls.length === 1 ? calls[0] : undefined;
+  if (!chosen) return undefined;
+  const at = analysis.lines.position(chosen.callee.end);
+  if (at.line === error.line && at.column === error.column) return undefined;
+  return { relocated: true, ...at };
+}
+
+/** Whether an argument written as an object literal has exactly the keys of a call's JSON arguments. */
+function sameKeys(argument: N | undefined, json: string): boolean {
+  if (!argument || argument.type !== "ObjectExpression") return false;
+  let sent: unknown;
+  try {
+    sent = JSON.parse(json);
+  } catch {
+    return false;
+  }
+  if (!sent || typeof sent !== "object" || Array.isArray(sent)) return false;
+  const written = (argument.properties as N[]).map((property) => (property.type === "Property" && !property.computed ? (property.key.name ?? String(property.key.value)) : undefined));
+  if (written.includes(undefined)) return false;
+  const keys = Object.keys(sent);
+  return keys.length === written.length && keys.every((key) => written.includes(key));
 }
 
 function referenceError(input: DiagnoseInput, name: string): Diagnosis {
@@ -465,6 +521,11 @@ class Analysis {
   /** Nodes containing `offset`, innermost first. */
   private around(offset: number, test: (node: N) => boolean): N[] {
     return this.parsed.nodes.filter((node) => node.start <= offset && offset <= node.end && test(node)).sort((a, b) => a.end - a.start - (b.end - b.start));
+  }
+
+  /** `x.y` when `callee` is `tools.x.y`. */
+  toolPath(callee: N): string | undefined {
+    return this.toolPathOf(callee);
   }
 
   private toolPathOf(callee: N): string | undefined {

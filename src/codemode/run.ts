@@ -317,6 +317,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
         maxToolCalls: limits.maxToolCalls,
         callsByTool,
         taskStatuses,
+        failedCalls: records.filter((record) => record.status === "error"),
       });
     }
     error = withDiagnosis(error, diagnosis);
@@ -354,7 +355,7 @@ function withDiagnosis(error: GuestError & { hint?: string }, diagnosis: Diagnos
   const out: GuestError & { hint?: string } = { ...error };
   if (diagnosis.message !== undefined) out.message = diagnosis.message;
   if (diagnosis.hint !== undefined) out.hint = diagnosis.hint;
-  if (diagnosis.line !== undefined && (error.line === undefined || diagnosis.message !== undefined)) {
+  if (diagnosis.line !== undefined && (error.line === undefined || diagnosis.message !== undefined || diagnosis.relocated)) {
     out.line = diagnosis.line;
     out.column = diagnosis.column;
   }

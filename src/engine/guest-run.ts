@@ -38,8 +38,7 @@ export class GuestRun {
   private stopReason: StopReason | undefined;
   private nextCallId = 1;
   private callCount = 0;
-  /** Calls the host is running: the promise the program holds, and the Error taken at the call site. */
-  private readonly inflight = new Map<number, { deferred: QuickJSDeferredPromise; site: QuickJSHandle }>();
+  private readonly inflight = new Map<number, QuickJSDeferredPromise>();
   private readonly timers = new Map<number, Timer>();
   private nextInternalTimer = -1;
   private readonly store: Map<string, string>;
@@ -87,39 +86,23 @@ export class GuestRun {
 
   /** A tool result from the host. Late results (after the run ended) are ignored. */
   settle(message: SettleMessage): void {
-    const call = this.inflight.get(message.callId);
-    if (!call) return;
+    const deferred = this.inflight.get(message.callId);
+    if (!deferred) return;
     this.inflight.delete(message.callId);
-    const { deferred, site } = call;
     if (message.ok) {
       // The prelude parses it with its pristine JSON.parse.
       const json = newGuestString(this.context, message.json);
       deferred.resolve(json);
       json.dispose();
     } else {
+      // No stack yet: QuickJS gives it the frame of the program's await that first throws it.
       const error = this.newGuestError(JSON.parse(message.json));
-      this.relocate(error, site);
       deferred.reject(error);
       error.dispose();
     }
-    site.dispose();
     deferred.dispose();
     this.wake?.();
   }
-
-  /** A tool call's rejection gets the stack of its call site, so it (and e.stack) names the user's line. */
-  private relocate(error: QuickJSHandle, site: QuickJSHandle): void {
-    const { context } = this;
-    if (!site.alive || context.typeof(site) !== "object") return;
-    const stack = context.getProp(site, "stack");
-    if (context.typeof(stack) === "string") {
-      const frames = this.guestString(callerFrames(context.getString(stack)));
-      context.setProp(error, "stack", frames);
-      frames.dispose();
-    }
-    stack.dispose();
-  }
-
 
   /** An Error the program can catch: name, message, and the machine-readable code and reason. */
   private newGuestError(payload: { name: string; code?: string; reason?: string; message: string; fields?: Record<string, string> }): QuickJSHandle {
@@ -445,7 +428,7 @@ export class GuestRun {
     const op = context.getString(args[0]);
     switch (op) {
       case "call":
-        return this.startCall(context.getString(args[1]), context.getString(args[2]), args[3]!);
+        return this.startCall(context.getString(args[1]), context.getString(args[2]));
       // Free-form strings (output, console lines, store keys, names) cross as JSON; see jsonArg.
       case "text":
         this.appendText(this.jsonArg(args[1]));
@@ -483,25 +466,25 @@ export class GuestRun {
     }
   }
 
-  private startCall(path: string, args: string, site: QuickJSHandle): QuickJSHandle {
+  private startCall(path: string, args: string): QuickJSHandle {
     const { context } = this;
     const deferred = context.newPromise();
     const limits = this.request.limits;
     // A microtask still queued when the program's value settled runs in the same pump; a call it
     // makes would reach the host after the program ended. Refuse it: the tool never runs.
     if (this.programSettled()) {
-      this.rejectNow(deferred, site, { name: "Error", code: "run_ended", message: `tools.${path}(): the program has already ended; calls made after its end are not run` });
+      this.rejectNow(deferred, { name: "Error", code: "run_ended", message: `tools.${path}(): the program has already ended; calls made after its end are not run` });
       return deferred.handle;
     }
     this.callCount++;
     if (this.callCount > limits.maxToolCalls) {
       this.stopReason ??= "call_limit";
-      this.rejectNow(deferred, site, { name: "RangeError", code: "call_limit", message: `tools.${path}(): the program made more than ${limits.maxToolCalls} tool calls (the per-run limit)` });
+      this.rejectNow(deferred, { name: "RangeError", code: "call_limit", message: `tools.${path}(): the program made more than ${limits.maxToolCalls} tool calls (the per-run limit)` });
       return deferred.handle;
     }
     const bytes = args.length * 3 > limits.maxCrossingBytes ? Buffer.byteLength(args) : args.length;
     if (bytes > limits.maxCrossingBytes) {
-      this.rejectNow(deferred, site, {
+      this.rejectNow(deferred, {
         name: "RangeError",
         code: "crossing_limit",
         message: `tools.${path}(): the argument is ${formatBytes(bytes)} of JSON; one value crossing the sandbox wall is limited to ${formatBytes(limits.maxCrossingBytes)}`,
@@ -509,7 +492,7 @@ export class GuestRun {
       return deferred.handle;
     }
     const callId = this.nextCallId++;
-    this.inflight.set(callId, { deferred, site: site.dup() });
+    this.inflight.set(callId, deferred);
     // Output produced before the call is flushed first so the host sees events in program order.
     this.flush();
     this.post({ type: "call", runId: this.request.runId, callId, path, args });
@@ -526,9 +509,8 @@ export class GuestRun {
   }
 
   /** Reject at once; the promise handle is returned to the guest, which takes ownership of it. */
-  private rejectNow(deferred: QuickJSDeferredPromise, site: QuickJSHandle, payload: { name: string; code: string; message: string }): void {
+  private rejectNow(deferred: QuickJSDeferredPromise, payload: { name: string; code: string; message: string }): void {
     const value = this.newGuestError(payload);
-    this.relocate(value, site);
     deferred.reject(value);
     value.dispose();
   }
@@ -658,10 +640,7 @@ export class GuestRun {
       safely(() => timer.deferred.dispose());
     }
     this.timers.clear();
-    for (const { deferred, site } of this.inflight.values()) {
-      safely(() => deferred.dispose());
-      safely(() => site.dispose());
-    }
+    for (const deferred of this.inflight.values()) safely(() => deferred.dispose());
     this.inflight.clear();
     this.stopReason ??= "aborted";
     let clean = true;
@@ -712,12 +691,6 @@ function unknownToolMessage(paths: readonly string[], prefix: string, key: strin
   const list = known.length ? ` Available: ${known.slice(0, 40).join(", ")}${known.length > 40 ? ", …" : ""}.` : " No tools are bound.";
   const shown = typo ? key : `${key.slice(0, UNKNOWN_NAME_CHARS)}… (${key.length} characters)`;
   return `${where}.${shown} is not a tool.${hint}${list}`;
-}
-
-/** The user's frames of a stack taken at a tool call: the prelude's own frame and the wrapper's call dropped. */
-function callerFrames(stack: string): string {
-  const frames = stack.slice(stack.indexOf("\n") + 1);
-  return frames.replace(/ +at <eval> \(program\.js:\d+:\d+\)\n?$/, "");
 }
 
 function safely(action: () => void): boolean {
