@@ -50,18 +50,18 @@
     return json;
   }
 
-  // A namespace is a frozen object holding its tools (a lookup costs no trap: ~0.2 µs, not 1 µs).
-  // A name it lacks is asked of its prototype, a Proxy: unknown names throw a TypeError with
-  // suggestions, while `then` and symbols read as undefined so it is never mistaken for a thenable.
+  // A Proxy over a frozen table: unknown names throw a TypeError with suggestions, while `then`
+  // and symbols read as undefined so the namespace is never mistaken for a thenable.
+  const refuse = () => false;
   function namespace(prefix, table) {
-    const out = create(new P(freeze(create(null)), {
+    return new P(freeze(table), {
       get(target, key) {
         if (typeof key === "symbol" || key === "then" || key === "toJSON") return undefined;
+        if (key in target) return target[key];
         throw new TypeErr(host("unknownTool", prefix, stringify(Str(key))));
       },
-    }));
-    for (const key of keys(table)) out[key] = table[key];
-    return freeze(out);
+      set: refuse, defineProperty: refuse, deleteProperty: refuse, setPrototypeOf: refuse,
+    });
   }
   // `parsed`: the arguments of then(parse) for every call, one array (a frozen one is slower to apply).
   const root = create(null), branches = create(null), parsed = [parse];
