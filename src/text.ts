@@ -3,7 +3,7 @@
 
 /** "812 bytes", "3.0 KiB", "8.0 MiB". */
 export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024) return bytes === 1 ? "1 byte" : `${bytes} bytes`;
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }

@@ -49,7 +49,6 @@ for (const c of counts.slice(0, 5)) text(\`\${c.lines}\\t\${c.path}\`);
 const SAMPLE_PROGRAM = `// Run with: codemode run hello.js
 const { files } = await tools.list_files({ pattern: "*" });
 text(\`This directory has \${files.length} files at its top level.\`);
-return { files: files.length };
 `;
 
 export async function initCommand(argv: readonly string[], io: Io): Promise<number> {

@@ -5,7 +5,7 @@ import type { TextContent } from "../tools/index.js";
 import type { OutputCollector } from "./output.js";
 import type { SourceNote } from "./run.js";
 import { codeFrame } from "./diagnose.js";
-import { takeHead, wellFormed } from "../text.js";
+import { formatBytes, takeHead, wellFormed } from "../text.js";
 
 export interface CallRecord {
   id: number;
@@ -90,7 +90,7 @@ export function buildRunResult(outcome: RunOutcome): RunResult {
   const printed = outcome.output.totalBytes > 0;
   if (outcome.hasValue && printed) {
     const bytes = Buffer.byteLength(JSON.stringify(outcome.value) ?? "");
-    warnings.push(`the return value (${bytes} bytes of JSON) is not shown because the program printed with text(); text() it to see it here`);
+    warnings.push(`the return value (${formatBytes(bytes)} of JSON) is not shown because the program printed with text(); text() it to see it here`);
   }
   if (!printed && outcome.console.length > 0) {
     const one = outcome.console.length === 1;

@@ -23,11 +23,11 @@ describe("codemode run", () => {
     const out = JSON.parse(result.stdout);
     expect(Object.keys(out)).toEqual(["content", "structuredContent", "details"]);
     // The return value is not shown because the program printed; the model is told so.
-    expect(out.content).toEqual([{ type: "text", text: "alpha\n\nWarnings:\n- the return value (1 bytes of JSON) is not shown because the program printed with text(); text() it to see it here" }]);
+    expect(out.content).toEqual([{ type: "text", text: "alpha\n\nWarnings:\n- the return value (1 byte of JSON) is not shown because the program printed with text(); text() it to see it here" }]);
     expect(out.structuredContent).toMatchObject({ status: "ok", value: 1, tool_calls: 1 });
     expect(out.details.console).toEqual([{ level: "warn", text: "read a.txt" }]);
     expect(out.details.calls).toMatchObject([{ id: 1, tool: "read_file", args: '{"path":"a.txt"}', status: "ok" }]);
-    expect(out.details.warnings).toEqual(["the return value (1 bytes of JSON) is not shown because the program printed with text(); text() it to see it here"]);
+    expect(out.details.warnings).toEqual(["the return value (1 byte of JSON) is not shown because the program printed with text(); text() it to see it here"]);
   });
 
   it("a failed program exits 1 with the failure and the receipt on stderr", async () => {
@@ -160,7 +160,7 @@ describe("codemode init and help", () => {
       workspace: { write: false },
       mcpServers: {},
     });
-    expect(await runCli(["run", "hello.js"], { cwd })).toEqual({ code: 0, stdout: "This directory has 2 files at its top level.\n\nWarnings:\n- the return value (11 bytes of JSON) is not shown because the program printed with text(); text() it to see it here\n", stderr: "" });
+    expect(await runCli(["run", "hello.js"], { cwd })).toEqual({ code: 0, stdout: "This directory has 2 files at its top level.\n", stderr: "" });
     // The sample agent runs: a read-only script agent over the workspace.
     writeFileSync(join(cwd, "README.md"), "# hello\n\nworld\n");
     const spawned = await runCli(["run", "-"], {

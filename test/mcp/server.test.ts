@@ -75,7 +75,7 @@ text(\`\${item.name}: \${item.stock}; notes have \${notes.total_lines} lines\`);
 return item.stock;`;
     const result = await client.callTool({ name: "ptc_run_code", arguments: { code } });
     expect(result.isError).toBeUndefined();
-    expect(text(result)).toBe("anvil: 3; notes have 2 lines\n\nWarnings:\n- the return value (1 bytes of JSON) is not shown because the program printed with text(); text() it to see it here");
+    expect(text(result)).toBe("anvil: 3; notes have 2 lines\n\nWarnings:\n- the return value (1 byte of JSON) is not shown because the program printed with text(); text() it to see it here");
     expect(result.structuredContent).toMatchObject({ status: "ok", value: 3, tool_calls: 2 });
   });
 
