@@ -26,7 +26,12 @@ export interface RuntimeOptions {
 }
 
 export async function openRuntime(config: CodemodeConfig, cwd: string, options: RuntimeOptions = {}): Promise<Runtime> {
-  mkdirSync(config.dataDir, { recursive: true });
+  // A data dir that cannot be created (read-only parent) still opens: the task store reads what is there.
+  try {
+    mkdirSync(config.dataDir, { recursive: true });
+  } catch {
+    // The task store and session files report what they cannot do.
+  }
   const upstreams = await connectUpstreams(options.upstream === false ? {} : config.mcpServers);
   const tools: Tool[] = [];
   let cm: Codemode;
@@ -35,7 +40,18 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
     tools.push(...upstreams.tools);
     // Agents: the configured directory first, then the user's own (~/.codemode/agents).
     const agentDirs = [...new Set([config.agentsDir, join(homedir(), ".codemode", "agents")])];
-    cm = await createCodemode({ tools, dataDir: config.dataDir, cwd, agentDirs, limits: config.limits, ...(options.warm === false ? { workers: { min: 0 } } : {}) });
+    cm = await createCodemode({
+      tools,
+      dataDir: config.dataDir,
+      cwd,
+      agentDirs,
+      limits: config.limits,
+      // An upstream tool is read-only only when its server (or this configuration) declares it so.
+      readOnlyTools: upstreams.readOnlyTools,
+      // The working directory is always a root; the configuration may add more.
+      tasks: { ...(config.tasks.maxOutputBytes !== undefined ? { maxOutputBytes: config.tasks.maxOutputBytes } : {}), ...(config.tasks.cwdRoots ? { cwdRoots: [cwd, ...config.tasks.cwdRoots] } : {}) },
+      ...(options.warm === false ? { workers: { min: 0 } } : {}),
+    });
   } catch (error) {
     await upstreams.close();
     throw error;
