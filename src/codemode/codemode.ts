@@ -57,7 +57,14 @@ export interface CodemodeOptions {
   /** Check every view projection against the compact ⊆ full rule at run time. */
   development?: boolean;
   /** Sandbox worker threads: at most `max` runs at once (default 16), `min` kept warm (default 1). */
-  workers?: { max?: number; min?: number };
+  workers?: {
+    max?: number;
+    min?: number;
+    /** Warm session instances each worker keeps between runs (default 4). */
+    idleSessions?: number;
+    /** Memory a worker may keep for its warm sessions after runs (default 8 MiB); past it the worker is replaced, freeing it. */
+    idleBytes?: number;
+  };
 }
 
 export interface RunOptions {
@@ -289,7 +296,19 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     scriptRunner: (code, runOptions) => runScript!(code, runOptions),
     childTools: { list: () => childTools!.list(), call: (name, args, ctx) => childTools!.call(name, args, ctx) },
   });
-  const engine = new SandboxEngine({ maxWorkers: workers.max, minWorkers: workers.min, defaultMemoryBytes: limits.memoryBytes });
+  for (const [key, min, max] of [["idleSessions", 0, 64], ["idleBytes", 0, 16 * 1024 * 1024 * 1024]] as const) {
+    const value = workers[key];
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < min || value > max)) {
+      throw new RangeError(`options.workers.${key} must be an integer from ${min} to ${max}, got ${describe(value)}`);
+    }
+  }
+  const engine = new SandboxEngine({
+    maxWorkers: workers.max,
+    minWorkers: workers.min,
+    defaultMemoryBytes: limits.memoryBytes,
+    ...(workers.idleSessions !== undefined ? { idleSessions: workers.idleSessions } : {}),
+    ...(workers.idleBytes !== undefined ? { idleBytes: workers.idleBytes } : {}),
+  });
   try {
     await engine.start();
   } catch (error) {

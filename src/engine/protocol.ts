@@ -101,6 +101,11 @@ export interface DoneMessage {
   pendingCalls: number[];
   /** The WASM instance was thrown away (trap, abort, failed disposal). */
   instanceDiscarded: boolean;
+  /**
+   * The worker kept more memory than it may hold for warm sessions (linear memory never shrinks,
+   * and a dropped instance is freed only when its thread's heap is collected): the host replaces it.
+   */
+  retire?: boolean;
 }
 
 export interface ReadyMessage {

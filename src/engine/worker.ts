@@ -6,7 +6,7 @@
 // that trapped is dropped.
 import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from "node:worker_threads";
 import { GuestRun } from "./guest-run.js";
-import { newWasmInstance, pagesFor, type WasmInstance } from "./wasm-instance.js";
+import { heapTop, newWasmInstance, pagesFor, type WasmInstance } from "./wasm-instance.js";
 import type { HostToWorker, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
 
 interface WorkerConfig {
@@ -14,6 +14,8 @@ interface WorkerConfig {
   abortBuffer: SharedArrayBuffer;
   /** Instances kept per worker; the least recently used is dropped past this. */
   maxInstances: number;
+  /** Memory (RSS growth) the worker may keep after its runs before it asks to be replaced. */
+  maxHeldBytes: number;
   defaultMemoryBytes: number;
   /** Tool results arrive here, apart from run and abort messages, so a waiting run can poll for them. */
   settlePort: MessagePort;
@@ -25,6 +27,34 @@ const abortFlag = new Int32Array(config.abortBuffer);
 const instances = new Map<string, WasmInstance>();
 let spare: Promise<WasmInstance> | undefined;
 let current: GuestRun | undefined;
+/**
+ * Memory that runs added to this worker and that it still holds: pages a program touched in its
+ * instance stay resident (linear memory never shrinks), and a dropped instance's memory returns
+ * only once this thread's heap collects it. Counted per instance from the allocator's break.
+ */
+const grownBy = new Map<WasmInstance, number>();
+/** Growth of dropped instances not yet collected. */
+let droppedBytes = 0;
+const collected = new FinalizationRegistry<number>((bytes) => {
+  droppedBytes -= bytes;
+});
+
+function drop(instance: WasmInstance): void {
+  const bytes = grownBy.get(instance) ?? 0;
+  grownBy.delete(instance);
+  if (bytes === 0) return;
+  droppedBytes += bytes;
+  collected.register(instance.memory, bytes);
+}
+
+/** This thread's own heap when it became ready: what its runs added to it is held too. */
+let baseHeap = 0;
+
+function heldBytes(): number {
+  let held = droppedBytes + Math.max(0, process.memoryUsage().heapTotal - baseHeap);
+  for (const bytes of grownBy.values()) held += bytes;
+  return held;
+}
 
 function post(message: WorkerToHost): void {
   port.postMessage(message);
@@ -61,7 +91,9 @@ async function instanceFor(request: RunRequest): Promise<WasmInstance> {
   instances.set(key, instance);
   while (instances.size > config.maxInstances) {
     const oldest = instances.keys().next().value as string;
+    const evicted = instances.get(oldest)!;
     instances.delete(oldest);
+    if (evicted !== instance) drop(evicted);
   }
   return instance;
 }
@@ -86,6 +118,13 @@ async function run(request: RunRequest): Promise<void> {
   current = guest;
   const done = await guest.execute();
   current = undefined;
+  grownBy.set(instance, Math.max(0, (heapTop(instance) ?? instance.baseTop) - instance.baseTop));
+  const kept = [...instances.values()].includes(instance);
+  if (instance.dead || !kept) drop(instance);
+  // Past the budget the host replaces this worker: terminating the thread is what frees its
+  // memory. A stack overflow went deep into this thread's native stack, whose pages stay
+  // resident for the thread's life: that worker is replaced too.
+  if (heldBytes() > config.maxHeldBytes || done.error?.kind === "stack") done.retire = true;
   post(done);
   guest.teardown();
   instance.runs++;
@@ -126,7 +165,8 @@ port.on("message", (message: HostToWorker) => {
 });
 
 prepareSpare(pagesFor(config.defaultMemoryBytes));
-spare!.then(
-  () => post({ type: "ready" }),
-  () => post({ type: "ready" }),
-);
+const ready = (): void => {
+  baseHeap = process.memoryUsage().heapTotal;
+  post({ type: "ready" });
+};
+spare!.then(ready, ready);
