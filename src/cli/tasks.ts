@@ -1,6 +1,7 @@
 // `codemode tasks` and `codemode task <id>`: the subagent tasks a data dir holds, read through the
 // runtime's own ptc_task_list / ptc_task_output tools (the table is rendered from their details).
-import { readFileSync } from "node:fs";
+import { createReadStream } from "node:fs";
+import { StringDecoder } from "node:string_decoder";
 import { TASK_STATUSES, type TaskRecord } from "../tasks/index.js";
 import { parseArgs, parseDuration, UsageError } from "./args.js";
 import { loadConfig } from "./config.js";
@@ -43,6 +44,8 @@ async function withRuntime<T>(io: Io, configFile: string | undefined, fn: (runti
   const config = loadConfig(io.cwd, configFile);
   const runtime = await openRuntime(config, io.cwd, { upstream: false, warm: false });
   try {
+    // Rows set aside, a read-only data dir: said once, and the rest is still listed.
+    for (const warning of runtime.cm.tasks.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
     return await fn(runtime);
   } finally {
     await runtime.close();
@@ -158,16 +161,18 @@ export async function taskCommand(argv: readonly string[], io: Io): Promise<numb
       await write(io.stderr, `codemode task: ${page.error}\n`);
       return EXIT_FAILED;
     }
-    const fullOutput = (out: OutputResult): string => (out.output_truncated && out.output_full_path ? readFileSync(out.output_full_path, "utf8") : out.output);
+    let last = "";
     if (flags.json) {
       const { outputPreview: _preview, ...record } = page.record as TaskRecord & { outputPreview?: string };
-      await write(io.stdout, JSON.stringify({ task: record, output: fullOutput(page.out) }, null, 2) + "\n");
+      // The same text as JSON.stringify({ task, output }, null, 2), with the output streamed in.
+      await write(io.stdout, `{\n  "task": ${JSON.stringify(record, null, 2).replace(/\n/g, "\n  ")},\n  "output": "`);
+      await streamOutput(io, page.out, (text) => JSON.stringify(text).slice(1, -1));
+      await write(io.stdout, `"\n}\n`);
     } else if (!flags.follow) {
-      await write(io.stdout, fullOutput(page.out));
+      last = await streamOutput(io, page.out);
     } else {
       let since = 0;
-      const first = fullOutput(page.out);
-      await write(io.stdout, first);
+      last = await streamOutput(io, page.out);
       since = page.out.output_bytes;
       while (ACTIVE.has(page.out.status)) {
         await sleep(200);
@@ -178,15 +183,40 @@ export async function taskCommand(argv: readonly string[], io: Io): Promise<numb
         }
         page = next;
         await write(io.stdout, page.out.output);
+        if (page.out.output !== "") last = page.out.output.slice(-1);
         since = page.out.output_bytes;
       }
     }
     if (!flags.json) {
-      if (io.stdout.isTTY && page.out.output_bytes > 0 && !fullOutput(page.out).endsWith("\n")) await write(io.stdout, "\n");
+      if (io.stdout.isTTY && page.out.output_bytes > 0 && last !== "\n") await write(io.stdout, "\n");
       const color = io.stderr.isTTY === true && !io.env.NO_COLOR;
       const output = page.out.output_bytes > 0 ? "" : "(no output)\n";
       await write(io.stderr, `${output}${renderTaskHeader(page.record, { color })}\n`);
     }
     return ["failed", "canceled", "lost"].includes(page.out.status) ? EXIT_FAILED : EXIT_OK;
   });
+}
+
+/**
+ * A task's whole output on stdout: the page itself when it is whole, else the log file streamed
+ * in pieces up to the page's `output_bytes` (a 600 MB log never becomes one string). Returns the
+ * last character written.
+ */
+async function streamOutput(io: Io, out: OutputResult, transform: (text: string) => string = (text) => text): Promise<string> {
+  if (!out.output_truncated || !out.output_full_path || out.output_bytes === 0) {
+    await write(io.stdout, transform(out.output));
+    return out.output.slice(-1);
+  }
+  const decoder = new StringDecoder("utf8");
+  let last = "";
+  const emit = async (text: string): Promise<void> => {
+    if (text === "") return;
+    await write(io.stdout, transform(text));
+    last = text.slice(-1);
+  };
+  for await (const chunk of createReadStream(out.output_full_path, { start: 0, end: out.output_bytes - 1, highWaterMark: 1 << 20 })) {
+    await emit(decoder.write(chunk as Buffer));
+  }
+  await emit(decoder.end());
+  return last;
 }
