@@ -109,8 +109,10 @@ export function findTaskProcesses(taskId: string, group: TaskProcessGroup | unde
   return found;
 }
 
-/** Sends `signal` to the task's group (when trusted) and to every process found for it; returns how many were found. */
+/** Sends `signal` to the task's group (when trusted) and to every process found for it; returns how many there were. */
 export function signalTaskProcesses(taskId: string, group: TaskProcessGroup | undefined, signal: NodeJS.Signals, options: FindOptions = {}): number {
+  // Found first: once signalled, the group's members are zombies and no longer count.
+  const pids = findTaskProcesses(taskId, group, options);
   if (group && groupTrusted(group, options.leaderJustExited === true)) {
     try {
       process.kill(-group.pgid, signal);
@@ -118,7 +120,6 @@ export function signalTaskProcesses(taskId: string, group: TaskProcessGroup | un
       // The group is empty.
     }
   }
-  const pids = findTaskProcesses(taskId, group, options);
   for (const pid of pids) {
     try {
       process.kill(pid, signal);

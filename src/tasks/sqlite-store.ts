@@ -50,15 +50,17 @@ function isReadOnlyError(err: unknown): boolean {
 
 function isFullError(err: unknown): boolean {
   const code = (err as { code?: string }).code ?? "";
-  return code === "SQLITE_FULL" || code === "ENOSPC" || code === "EDQUOT";
+  // A full disk shows as SQLITE_IOERR_* when even the -shm file cannot be made or grown.
+  return code === "SQLITE_FULL" || code === "ENOSPC" || code === "EDQUOT" || code.startsWith("SQLITE_IOERR");
 }
 
-function writableDir(dir: string): boolean {
+/** Why a directory cannot be written, or undefined when it can. */
+function unwritable(dir: string): string | undefined {
   try {
     accessSync(dir, fsConstants.W_OK);
-    return true;
-  } catch {
-    return false;
+    return undefined;
+  } catch (err) {
+    return messageOf(err);
   }
 }
 
@@ -331,7 +333,9 @@ export class SqliteTaskStore implements TaskStore {
         if (!isReadOnlyError(err) && (err as NodeJS.ErrnoException).code !== "ENOENT") throw databaseError(this.dataDir, err);
       }
     }
-    if (writableDir(this.dataDir)) {
+    const notWritable = unwritable(this.dataDir);
+    if (notWritable !== undefined) this.warn(`${this.dataDir}: cannot be written (${notWritable}); tasks can be listed and read, not started`);
+    else {
       let db: Database.Database | undefined;
       try {
         mkdirSync(this.logDir, { recursive: true });
@@ -368,10 +372,10 @@ export class SqliteTaskStore implements TaskStore {
       db.prepare("SELECT COUNT(*) FROM tasks").get();
       return db;
     } catch (err) {
-      if ((err as { code?: string }).code !== "SQLITE_CANTOPEN") throw databaseError(this.file, err);
+      if ((err as { code?: string }).code !== "SQLITE_CANTOPEN" && !isFullError(err)) throw databaseError(this.file, err);
     }
     // A WAL database whose host closed it cleanly has no -shm file, and a reader cannot make one
-    // in a read-only directory: read a private copy instead (a snapshot of the records).
+    // in a read-only directory or on a full disk: read a private copy instead (a snapshot).
     this.snapshotDir = mkdtempSync(join(tmpdir(), "codemode-tasks-"));
     const copy = join(this.snapshotDir, "tasks.db");
     try {
@@ -379,7 +383,7 @@ export class SqliteTaskStore implements TaskStore {
       if (existsSync(`${this.file}-wal`)) copyFileSync(`${this.file}-wal`, `${copy}-wal`);
       const db = new Database(copy);
       db.prepare("SELECT COUNT(*) FROM tasks").get();
-      this.warn(`${this.dataDir} is read-only: tasks are read from a copy of ${this.file} taken now`);
+      this.warn(`tasks are read from a copy of ${this.file} taken now`);
       return db;
     } catch (err) {
       rmSync(this.snapshotDir, { recursive: true, force: true });
