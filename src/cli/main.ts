@@ -10,6 +10,7 @@ import { mcpCommand, MCP_HELP } from "./mcp.js";
 import { runCommand, RUN_HELP } from "./run.js";
 import { taskCommand, tasksCommand, TASK_HELP, TASKS_HELP } from "./tasks.js";
 import { toolsCommand, TOOLS_HELP } from "./tools.js";
+import { workflowCommand, WORKFLOW_HELP } from "./workflow.js";
 
 export const HELP = `codemode — run model-written JavaScript in a sandbox with async tool bindings
 
@@ -21,6 +22,9 @@ Usage:
                          the subagent tasks in the data dir, as a table
   codemode task <id> [--follow] [--json]
                          one task's output (stdout), status, usage and report (stderr)
+  codemode workflow validate|run <file> [--input <name>=<value>]… [--json]
+                         check a workflow (YAML graph of tool and agent nodes) against the
+                         tools' result views, or run it as a task with a line per node
   codemode tools [--declarations | --json]
                          the tools a program can call with this configuration
   codemode mcp [--all-tools]
@@ -30,7 +34,7 @@ Usage:
   codemode help [command]
   codemode --version
 
-Configuration: ./codemode.json, or --config <file> on run, tasks, task, tools and mcp —
+Configuration: ./codemode.json, or --config <file> on run, workflow, tasks, task, tools and mcp —
 { "limits", "dataDir" (default .codemode), "agentsDir" (default .codemode/agents),
   "workspace": { "write" } | false, "mcpServers": { "<name>": { "command", "args", "env" } } }
 Paths in the file are relative to it. Programs reach upstream MCP tools as tools.<server>.<tool>.
@@ -46,6 +50,7 @@ const COMMANDS: Record<string, { run: Command; help: string }> = {
   tasks: { run: tasksCommand, help: TASKS_HELP },
   task: { run: taskCommand, help: TASK_HELP },
   tools: { run: toolsCommand, help: TOOLS_HELP },
+  workflow: { run: workflowCommand, help: WORKFLOW_HELP },
   init: { run: initCommand, help: INIT_HELP },
 };
 

@@ -22,6 +22,7 @@ import {
 import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type AgentInput } from "../tasks/index.js";
 import { childToolProvider, codemodeScriptRunner, ptcTools } from "../ptc/index.js";
 import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
+import { ptcWorkflowTool } from "../workflow/index.js";
 import { checkLimits, mergeLimits, type Limits } from "./limits.js";
 import { describeReceived as describe } from "../text.js";
 import { executeRun } from "./run.js";
@@ -318,7 +319,8 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   }
   const cm = new Codemode(engine, limits, options, spillDir, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
   try {
-    cm.addTools([...ptcTools(tasks), toolInfoTool(() => cm.toolList())], "runtime");
+    const workflow = ptcWorkflowTool({ host: tasks, tools: () => cm.toolList(), hooks: options.hooks, development: options.development ?? false, limits });
+    cm.addTools([...ptcTools(tasks), workflow, toolInfoTool(() => cm.toolList())], "runtime");
     cm.addTools(tools, "host");
     // Last, so its description can carry the declarations of every tool a program can reach.
     cm.addTools([runCodeTool(cm, cm.declarations())], "runtime");

@@ -41,10 +41,19 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   maxTimers: 10_000,
 });
 
+/**
+ * QuickJS measures its stack limit down from where its runtime started, inside the build's 5 MiB
+ * C stack (STACK_SIZE of quickjs-emscripten's Makefile; src/engine/snapshot.ts derives it and a
+ * test pins this bound below it). A larger limit reached past the stack's bottom: from about
+ * 5 MiB every call "overflowed" and each run failed before the prelude, and just under it deep
+ * recursion would write over the static data below the stack. 1 MiB is left for native frames.
+ */
+export const MAX_STACK_BYTES = 4 * 1024 * 1024;
+
 const RANGES: Record<keyof Limits, [min: number, max: number]> = {
   timeoutMs: [1, 600_000],
   memoryBytes: [8 * 1024 * 1024, 2 * 1024 * 1024 * 1024],
-  stackBytes: [64 * 1024, 8 * 1024 * 1024],
+  stackBytes: [64 * 1024, MAX_STACK_BYTES],
   maxToolCalls: [0, 1_000_000],
   maxInFlight: [1, 1_024],
   maxCrossingBytes: [1_024, 512 * 1024 * 1024],

@@ -29,7 +29,7 @@ export const taskRecordSchema = z.object({
   output_bytes: z.number().int().optional(),
   output_cut_bytes: z.number().int().optional().describe("Bytes the task printed past the host's output cap that its log does not hold"),
   error_message: z.string().optional(),
-  driver: z.enum(["script", "command", "openai", "function"]),
+  driver: z.enum(["script", "command", "openai", "function", "workflow"]),
   task: z.string(),
   parent_task_id: z.string().optional(),
   background: z.boolean(),

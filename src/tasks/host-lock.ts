@@ -4,9 +4,9 @@
 // host — in another PID namespace or container sharing the volume, where the owner's pid means
 // nothing — asks for a shared lock on that file: refused means alive, granted means dead. Node has
 // no flock(2) without a native addon; better-sqlite3 is already one, and its locks are exactly this.
-import Database from "better-sqlite3";
 import { existsSync, mkdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
+import { openDatabase, type Database } from "./sqlite.js";
 
 interface Held {
   db: Database.Database;
@@ -28,7 +28,7 @@ export function holdHostLock(dataDir: string, hostId: string): () => void {
   let entry = held.get(path);
   if (!entry) {
     mkdirSync(join(dataDir, "hosts"), { recursive: true });
-    const db = new Database(path, { timeout: 0 });
+    const db = openDatabase(path, { timeout: 0 });
     try {
       // No journal file: the lock file is all there is, and nothing is ever written to it.
       db.pragma("journal_mode = MEMORY");
@@ -72,7 +72,7 @@ export function hostLockState(dataDir: string, hostId: string): "held" | "free" 
   if (!existsSync(path)) return "missing";
   let db: Database.Database;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true, timeout: 0 });
+    db = openDatabase(path, { readonly: true, fileMustExist: true, timeout: 0 });
   } catch {
     return existsSync(path) ? "held" : "missing";
   }

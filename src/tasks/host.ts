@@ -2,7 +2,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monotonicFactory } from "ulid";
-import type { AgentDefinition, AgentRegistry, DriverEvent } from "./agents.js";
+import type { AgentDefinition, AgentRegistry, DriverEvent, FunctionAgent } from "./agents.js";
 import { TaskError, invalidArgument } from "./errors.js";
 import { checkTaskArgv, commandDriver } from "./drivers/command.js";
 import { functionDriver } from "./drivers/function.js";
@@ -84,6 +84,12 @@ export interface SpawnRequest {
   label?: string;
   model?: string;
   cwd?: string;
+  /**
+   * A workflow task instead of an agent: the host runs this in-process function as the task
+   * (driver "workflow", recorded under the agent name given), with the same records, caps, stop
+   * cascade and host-counted usage (the usage events it emits) as any task.
+   */
+  workflow?: FunctionAgent;
 }
 
 export interface SpawnContext {
@@ -217,6 +223,8 @@ export class TaskHost {
     this.spillDir = join(options.dataDir ?? options.store.dataDir ?? join(tmpdir(), `codemode-${process.pid}`), "spill");
     this.drivers = {
       function: functionDriver,
+      // A workflow's graph is an in-process function too: its runner is handed over at spawn.
+      workflow: functionDriver,
       command: commandDriver,
       openai: openaiDriver,
       script: scriptDriver(options.scriptRunner),
@@ -275,7 +283,7 @@ export class TaskHost {
   async spawn(request: SpawnRequest, context: SpawnContext = {}): Promise<TaskRecord> {
     this.assertOpen();
     const req = validateSpawn(request);
-    const agent = this.agents.get(req.agent);
+    const agent = req.workflow ? workflowAgent(req.agent, req.workflow) : this.agents.get(req.agent);
     const parentLive = context.parentTaskId !== undefined ? this.live.get(context.parentTaskId) : undefined;
     const parent = parentLive ? parentLive.record : context.parentTaskId !== undefined ? this.get(context.parentTaskId) : undefined;
     const callerDepth = parent ? parent.depth : context.depth ?? 0;
@@ -855,6 +863,10 @@ function defaultLabel(task: string): string {
   return first.length > LABEL_CHARS ? first.slice(0, LABEL_CHARS - 1) + "…" : first;
 }
 
+function workflowAgent(name: string, run: FunctionAgent): AgentDefinition {
+  return { name, description: "a workflow", driver: "workflow", readOnly: false, report: false, prompt: "", source: "workflow", run };
+}
+
 function validateSpawn(r: SpawnRequest): Required<Pick<SpawnRequest, "agent" | "task" | "background">> & SpawnRequest {
   if (r === null || typeof r !== "object") throw invalidArgument("request", "an object { agent, task, background?, label?, model?, cwd? }", r);
   if (typeof r.agent !== "string" || r.agent.length === 0) throw invalidArgument("agent", "a non-empty agent name", r.agent);
@@ -863,5 +875,6 @@ function validateSpawn(r: SpawnRequest): Required<Pick<SpawnRequest, "agent" | "
   for (const f of ["label", "model", "cwd"] as const) {
     if (r[f] !== undefined && typeof r[f] !== "string") throw invalidArgument(f, "a string", r[f]);
   }
+  if (r.workflow !== undefined && typeof r.workflow !== "function") throw invalidArgument("workflow", "an async function", r.workflow);
   return { ...r, background: r.background ?? false };
 }

@@ -19,7 +19,7 @@ const time = z.number().finite().nonnegative();
 const recordSchema = z.object({
   id: z.string().regex(TASK_ID, "must be a 26-character ULID"),
   agent: z.string(),
-  driver: z.enum(["script", "command", "openai", "function"]),
+  driver: z.enum(["script", "command", "openai", "function", "workflow"]),
   task: z.string(),
   label: z.string(),
   depth: z.number().int().nonnegative(),

@@ -1,4 +1,3 @@
-import Database from "better-sqlite3";
 import { accessSync, appendFileSync, closeSync, constants as fsConstants, copyFileSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +8,7 @@ import { invalidArgument, TaskError } from "./errors.js";
 import { holdHostLock, hostLockState, removeStaleLock } from "./host-lock.js";
 import { currentOwner, isPidOwnerAlive } from "./owner.js";
 import { parseRecord } from "./record-schema.js";
+import { openDatabase, type Database } from "./sqlite.js";
 import { messageOf } from "../text.js";
 
 const SCHEMA = `
@@ -339,7 +339,7 @@ export class SqliteTaskStore implements TaskStore {
       let db: Database.Database | undefined;
       try {
         mkdirSync(this.logDir, { recursive: true });
-        db = new Database(this.file);
+        db = openDatabase(this.file);
         db.pragma("journal_mode = WAL");
         // In WAL mode NORMAL still survives a killed process (the case that matters for a host);
         // only an OS crash can drop the last commits, and it saves an fsync per task transition.
@@ -362,12 +362,12 @@ export class SqliteTaskStore implements TaskStore {
   private openReadOnly(): Database.Database {
     if (!existsSync(this.file)) {
       // Nothing recorded here yet: an empty, private table answers every read.
-      const empty = new Database(":memory:");
+      const empty = openDatabase(":memory:");
       empty.exec(SCHEMA);
       return empty;
     }
     try {
-      const db = new Database(this.file, { readonly: true, fileMustExist: true });
+      const db = openDatabase(this.file, { readonly: true, fileMustExist: true });
       db.pragma("busy_timeout = 5000");
       db.prepare("SELECT COUNT(*) FROM tasks").get();
       return db;
@@ -381,7 +381,7 @@ export class SqliteTaskStore implements TaskStore {
     try {
       copyFileSync(this.file, copy);
       if (existsSync(`${this.file}-wal`)) copyFileSync(`${this.file}-wal`, `${copy}-wal`);
-      const db = new Database(copy);
+      const db = openDatabase(copy);
       db.prepare("SELECT COUNT(*) FROM tasks").get();
       this.warn(`tasks are read from a copy of ${this.file} taken now`);
       return db;

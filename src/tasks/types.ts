@@ -11,7 +11,8 @@ export function isTerminal(status: TaskStatus): boolean {
 export type ReportChannel = "tool" | "prompt-json" | "none" | "opted-out";
 export type ReadOnlyTier = "enforced" | "advisory";
 export type LostReason = "host_exited_while_running" | "lost_on_restart";
-export type DriverKind = "script" | "command" | "openai" | "function";
+/** `workflow`: not an agent but a workflow's graph, run in-process by the host (see SpawnRequest.workflow). */
+export type DriverKind = "script" | "command" | "openai" | "function" | "workflow";
 
 /** The host's own measurement of what a child cost. Never taken from the child's claims. */
 export interface Usage {

@@ -3,7 +3,6 @@
 // pathological glob), so they never run on the host's event loop: see scan-runner.ts.
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { glob } from "tinyglobby";
 import { isInside } from "./paths.js";
 
 export const SEARCH_MAX_FILE_BYTES = 1024 * 1024;
@@ -52,8 +51,12 @@ function cutLine(text: string): string {
   return text.length > SEARCH_LINE_CHARS ? text.slice(0, SEARCH_LINE_CHARS) + "…" : text;
 }
 
+// Scans run in their own worker; importing this module for isBinary must not load the globber.
+const loadGlob = async () => (await import("tinyglobby")).glob;
+
 export async function listFiles(request: ListRequest): Promise<ListResult> {
   const { root, pattern, limit, includeHidden } = request;
+  const glob = await loadGlob();
   // A pattern can name a path through a symlinked directory; what lies outside the root is not listed.
   const found = (await glob(pattern, { cwd: root, dot: includeHidden, onlyFiles: true, followSymbolicLinks: false, ignore: IGNORED }))
     .filter((file) => isInside(root, join(root, file)))
@@ -73,6 +76,7 @@ export async function listFiles(request: ListRequest): Promise<ListResult> {
 export async function searchFiles(request: SearchRequest): Promise<SearchResult> {
   const { root, maxResults } = request;
   const re = new RegExp(request.pattern, request.flags);
+  const glob = await loadGlob();
   const files = (await glob(request.glob, { cwd: root, onlyFiles: true, followSymbolicLinks: false, ignore: IGNORED })).sort();
   const matches: SearchResult["matches"] = [];
   let searched = 0;

@@ -1,6 +1,7 @@
 // Every limit of SPEC §5 crossed, each followed by a benign run on the same instance.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createCodemode, type Codemode, type RunResult } from "../../src/index.js";
+import { MAX_STACK_BYTES } from "../../src/codemode/limits.js";
 
 const TIMEOUT = 1000;
 const GiB = 1024 * 1024 * 1024;
@@ -83,6 +84,14 @@ describe("memory and stack", () => {
     const result = await cm.run(`function f(n) { return n >= 1e6 ? n : f(n + 1) } f(0)`);
     expectFailure(result, "stack");
     expect(result.structuredContent.error).toMatchObject({ line: 1 });
+  });
+
+  it("keeps the largest stack limit inside the engine's C stack: deep recursion is a stack failure, the next run works", async () => {
+    const limits = { stackBytes: MAX_STACK_BYTES };
+    const shallow = await cm.run(`function f() { return 1 } return f()`, { limits });
+    expect(shallow.structuredContent).toMatchObject({ status: "ok", value: 1 });
+    expectFailure(await cm.run(`function f(n) { return f(n + 1) + 1 } f(0)`, { limits }), "stack");
+    await expect(cm.run("1", { limits: { stackBytes: MAX_STACK_BYTES + 1 } })).rejects.toThrow(`options.limits.stackBytes must be an integer from 65536 to ${MAX_STACK_BYTES}, got the number ${MAX_STACK_BYTES + 1}`);
   });
 
   it("honours a smaller per-run memory limit", async () => {

@@ -1,0 +1,36 @@
+// Cold start to first output: a new process imports an engine, sets it up and runs text("hi").
+// The parent (bench/run.ts) times spawn → "hi" on this process's stdout. Run as
+//   node dist/bench/cold-start.js codemode|raw|vm|node
+const mode = process.argv[2];
+
+function emit(text: string): void {
+  process.stdout.write(`${text}\n`);
+}
+
+switch (mode) {
+  case "codemode": {
+    const { createCodemode } = await import("../src/index.js");
+    const cm = await createCodemode();
+    const result = await cm.run(`text("hi")`);
+    emit(result.content[0]?.text ?? "");
+    await cm.close();
+    break;
+  }
+  case "raw": {
+    const { RawQuickJS } = await import("./raw.js");
+    const raw = await RawQuickJS.create();
+    emit((await raw.run(`text("hi")`)).join("\n"));
+    break;
+  }
+  case "vm": {
+    const vm = await import("node:vm");
+    const context = vm.createContext({ text: (value: string) => emit(value) });
+    vm.runInContext(`text("hi")`, context);
+    break;
+  }
+  case "node":
+    emit("hi");
+    break;
+  default:
+    throw new Error(`unknown mode ${mode}`);
+}

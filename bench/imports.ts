@@ -1,0 +1,63 @@
+// What importing the package costs a new process, and where it goes: the whole package, then each
+// heavy dependency on its own (every measure a fresh `node`, median of several), and the modules
+// the package's import loads, counted by package through a module-load hook.
+import { spawnSync } from "node:child_process";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+export interface ImportCost {
+  name: string;
+  ms: number;
+}
+
+const distIndex = fileURLToPath(new URL("../src/index.js", import.meta.url));
+
+function importMs(specifier: string, times: number): number {
+  const samples: number[] = [];
+  for (let i = 0; i < times; i++) {
+    const script = `const t = performance.now(); await import(${JSON.stringify(specifier)}); process.stdout.write(String(performance.now() - t));`;
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", cwd: fileURLToPath(new URL("../..", import.meta.url)) });
+    if (child.status !== 0) throw new Error(`importing ${specifier} failed: ${child.stderr}`);
+    samples.push(Number(child.stdout));
+  }
+  samples.sort((a, b) => a - b);
+  return samples[samples.length >> 1];
+}
+
+/** Modules the package's import loads, by package (ES modules only: CommonJS internals are not seen). */
+export function loadedModules(): Record<string, number> {
+  const hook = `
+    let port;
+    export async function initialize(data) { port = data.port; }
+    export async function load(url, context, next) { port.postMessage(url); return next(url, context); }`;
+  const script = `
+    import { register } from "node:module";
+    import { MessageChannel } from "node:worker_threads";
+    const { port1, port2 } = new MessageChannel();
+    const seen = [];
+    port1.on("message", (url) => seen.push(url));
+    register("data:text/javascript," + encodeURIComponent(${JSON.stringify(hook)}), { data: { port: port2 }, transferList: [port2] });
+    await import(${JSON.stringify(pathToFileURL(distIndex).href)});
+    setTimeout(() => { process.stdout.write(JSON.stringify(seen)); process.exit(0); }, 200);`;
+  const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
+  if (child.status !== 0) throw new Error(`tracing the import failed: ${child.stderr}`);
+  const byPackage: Record<string, number> = {};
+  for (const url of JSON.parse(child.stdout) as string[]) {
+    const match = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+    const key = match ? match[1] : url.startsWith("node:") ? "node: built-ins" : "codemode-runtime";
+    byPackage[key] = (byPackage[key] ?? 0) + 1;
+  }
+  return byPackage;
+}
+
+export function importCosts(times = 5): ImportCost[] {
+  const rows: ImportCost[] = [{ name: "the package (dist/src/index.js)", ms: importMs(pathToFileURL(distIndex).href, times) }];
+  for (const dependency of ["zod", "yaml", "tinyglobby", "better-sqlite3", "quickjs-emscripten", "@modelcontextprotocol/sdk/client/index.js"]) {
+    rows.push({ name: dependency, ms: importMs(dependency, times) });
+  }
+  return rows;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  for (const row of importCosts()) console.log(`${row.name.padEnd(48)} ${row.ms.toFixed(1)} ms`);
+  console.log(loadedModules());
+}

@@ -1,0 +1,439 @@
+// A bridge between the host thread and a sandbox worker without a thread wake-up per message.
+// Waking a sleeping thread with postMessage costs the sender 11-14 µs each time; a tool call
+// round trip through two of them is most of a sequential call's cost. Here each direction is a
+// ring of frames in a SharedArrayBuffer:
+//
+//   - the worker sleeps in Atomics.wait, bounded by the deadline or its next timer, and is woken
+//     by the host only when it said it is asleep (and always on abort);
+//   - the host is rung (Atomics.waitAsync on a doorbell word) only when it said it is asleep;
+//     after every message it polls for a short while through setImmediate, so its event loop
+//     keeps running and no thread spins unbounded;
+//   - a value larger than the ring, or one that finds the ring full, goes through a MessagePort
+//     instead; every message carries a sequence number, so the two paths deliver in order.
+//
+// Memory layout of the SharedArrayBuffer (Int32 words, then two rings):
+//   0 host→worker head, 1 host→worker tail, 2 worker→host head, 3 worker→host tail,
+//   4 worker asleep (0/1), 5 worker wake word, 6 host asleep (0/1), 7 host doorbell word,
+//   8 abort word (the host stores the number of the run to stop), 9 host→worker and 10
+//   worker→host messages posted to the overflow port (so the reader asks the port only then:
+//   receiveMessageOnPort costs microseconds), 11-15 spare.
+// A frame: length word (bit 31: text), sequence word, the payload, padding to 4 bytes. A frame
+// never wraps: a length word of -1 means "continue at the start".
+import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
+
+const HEADER_WORDS = 16;
+const W = { toWorkerHead: 0, toWorkerTail: 1, toHostHead: 2, toHostTail: 3, workerAsleep: 4, workerWake: 5, hostAsleep: 6, hostBell: 7, abort: 8, toWorkerPosted: 9, toHostPosted: 10 } as const;
+const WRAP = -1;
+const TEXT_FLAG = 0x80000000;
+const FRAME_HEADER = 8;
+
+export type BridgeMessage = Uint8Array | string;
+
+/** What a worker needs to open its side: pass in workerData, with `transfer` in the transferList. */
+export interface BridgeInit {
+  buffer: SharedArrayBuffer;
+  ringBytes: number;
+  /** Overflow: host → worker. */
+  toWorker: MessagePort;
+  /** Overflow: worker → host. */
+  toHost: MessagePort;
+}
+
+interface Overflow {
+  seq: number;
+  payload: BridgeMessage;
+}
+
+/** One direction: a single-producer, single-consumer ring of frames plus its overflow port. */
+class Lane {
+  private readonly words: Int32Array;
+  private readonly bytes: Uint8Array;
+  private readonly data: Int32Array;
+  private readonly encoder = new TextEncoder();
+  private readonly decoder = new TextDecoder();
+  private sendSeq = 0;
+  private receiveSeq = 0;
+  /** Messages taken from the port ahead of their turn. */
+  private readonly early = new Map<number, BridgeMessage>();
+  /** Port messages taken so far (the sender counts the ones it posted in a shared word). */
+  private taken = 0;
+  overflowed = 0;
+
+  constructor(
+    buffer: SharedArrayBuffer,
+    private readonly offset: number,
+    private readonly capacity: number,
+    private readonly head: number,
+    private readonly tail: number,
+    private readonly posted: number,
+    private readonly port: MessagePort,
+  ) {
+    this.words = new Int32Array(buffer, 0, HEADER_WORDS);
+    this.bytes = new Uint8Array(buffer, offset, capacity);
+    this.data = new Int32Array(buffer, offset, capacity / 4);
+  }
+
+  /**
+   * Write one message; through the port when it does not fit. A Uint8Array that owns its whole
+   * ArrayBuffer is transferred there, not copied (it is left detached).
+   */
+  send(payload: BridgeMessage): void {
+    const seq = this.sendSeq++ >>> 0;
+    if (!this.write(payload, seq)) {
+      this.overflowed++;
+      const message: Overflow = { seq, payload };
+      if (typeof payload !== "string" && payload.byteOffset === 0 && payload.byteLength === payload.buffer.byteLength && !(payload.buffer instanceof SharedArrayBuffer)) {
+        this.port.postMessage(message, [payload.buffer as ArrayBuffer]);
+      } else this.port.postMessage(message);
+      Atomics.add(this.words, this.posted, 1);
+    }
+  }
+
+  private write(payload: BridgeMessage, seq: number): boolean {
+    const isText = typeof payload === "string";
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    const maxLength = isText ? payload.length * 3 : payload.byteLength;
+    const frame = FRAME_HEADER + align4(maxLength);
+    if (frame + 4 > this.capacity) return false;
+    const head = Atomics.load(this.words, this.head) >>> 0;
+    const tail = Atomics.load(this.words, this.tail) >>> 0;
+    const free = this.capacity - ((head - tail) >>> 0);
+    let at = head % this.capacity;
+    let skip = 0;
+    if (at + frame > this.capacity) {
+      // The frame goes at the start; the rest of the ring is skipped.
+      skip = this.capacity - at;
+      if (skip + frame > free) return false;
+      this.data[at >> 2] = WRAP;
+      at = 0;
+    } else if (frame > free) return false;
+    let length: number;
+    if (isText) length = this.encoder.encodeInto(payload, this.bytes.subarray(at + FRAME_HEADER, at + frame)).written;
+    else {
+      this.bytes.set(payload, at + FRAME_HEADER);
+      length = payload.byteLength;
+    }
+    this.data[at >> 2] = (length | (isText ? TEXT_FLAG : 0)) | 0;
+    this.data[(at >> 2) + 1] = seq | 0;
+    // Publishing the head makes the frame visible to the reader (the data writes happen before it).
+    Atomics.store(this.words, this.head, (head + skip + FRAME_HEADER + align4(length)) | 0);
+    return true;
+  }
+
+  /** The next message in order, if it has arrived. */
+  receive(): BridgeMessage | undefined {
+    const expected = this.receiveSeq;
+    const early = this.early.get(expected);
+    if (early !== undefined) {
+      this.early.delete(expected);
+      this.receiveSeq = (expected + 1) >>> 0;
+      return early;
+    }
+    const framed = this.peekFrame();
+    if (framed && framed.seq === expected) {
+      this.consumeFrame(framed);
+      this.receiveSeq = (expected + 1) >>> 0;
+      return framed.payload;
+    }
+    // The message in turn went through the port (the frame in the ring, if any, comes later).
+    if (Atomics.load(this.words, this.posted) === this.taken) return undefined;
+    for (let next = receiveMessageOnPort(this.port); next; next = receiveMessageOnPort(this.port)) {
+      this.taken++;
+      const { seq, payload } = next.message as Overflow;
+      if (seq === expected) {
+        this.receiveSeq = (expected + 1) >>> 0;
+        return payload;
+      }
+      this.early.set(seq, payload);
+    }
+    return undefined;
+  }
+
+  /** Something is waiting: a frame in the ring, or a message posted to the port and not yet taken. */
+  hasFrame(): boolean {
+    return this.early.size > 0 || Atomics.load(this.words, this.head) !== Atomics.load(this.words, this.tail) || Atomics.load(this.words, this.posted) !== this.taken;
+  }
+
+  private frame?: { seq: number; payload: BridgeMessage; next: number };
+
+  private peekFrame(): { seq: number; payload: BridgeMessage; next: number } | undefined {
+    if (this.frame) return this.frame;
+    let tail = Atomics.load(this.words, this.tail) >>> 0;
+    const head = Atomics.load(this.words, this.head) >>> 0;
+    if (head === tail) return undefined;
+    let at = tail % this.capacity;
+    let word = this.data[at >> 2];
+    if (word === WRAP) {
+      tail = (tail + (this.capacity - at)) >>> 0;
+      at = 0;
+      word = this.data[0];
+    }
+    const isText = (word & TEXT_FLAG) !== 0;
+    const length = word & ~TEXT_FLAG;
+    const seq = this.data[(at >> 2) + 1] >>> 0;
+    const view = this.bytes.subarray(at + FRAME_HEADER, at + FRAME_HEADER + length);
+    // Copied out, so the ring space can be given back at once.
+    const payload = isText ? this.decoder.decode(view) : view.slice();
+    this.frame = { seq, payload, next: (tail + FRAME_HEADER + align4(length)) >>> 0 };
+    return this.frame;
+  }
+
+  private consumeFrame(frame: { next: number }): void {
+    this.frame = undefined;
+    Atomics.store(this.words, this.tail, frame.next | 0);
+  }
+
+  close(): void {
+    this.port.close();
+  }
+}
+
+// Node 20 has it; TypeScript's ES2023 library does not declare it yet.
+const waitAsync = (Atomics as unknown as { waitAsync(array: Int32Array, index: number, value: number): { async: false; value: string } | { async: true; value: Promise<string> } }).waitAsync;
+
+function align4(value: number): number {
+  return (value + 3) & ~3;
+}
+
+type LaneArgs = [SharedArrayBuffer, number, number, number, number, number, MessagePort];
+
+function lanes(init: BridgeInit): { toWorker: LaneArgs; toHost: LaneArgs } {
+  const base = HEADER_WORDS * 4;
+  return {
+    toWorker: [init.buffer, base, init.ringBytes, W.toWorkerHead, W.toWorkerTail, W.toWorkerPosted, init.toWorker],
+    toHost: [init.buffer, base + init.ringBytes, init.ringBytes, W.toHostHead, W.toHostTail, W.toHostPosted, init.toHost],
+  };
+}
+
+// ---- the host side -------------------------------------------------------------------------------
+
+export interface HostBridgeOptions {
+  /** Bytes of each ring (a multiple of 4; default 256 KiB). */
+  ringBytes?: number;
+  /** How long the host keeps polling after a message before it sleeps (default 0.1 ms). */
+  pollMs?: number;
+}
+
+export interface BridgeStats {
+  /** Times the host woke the sleeping worker. */
+  workerWakes: number;
+  /** Times the worker rang the sleeping host. */
+  hostRings: number;
+  /** Messages to the worker that went through the port (too large for the ring, or it was full). */
+  overflowToWorker: number;
+}
+
+/** The host's end: send to the worker, get the worker's messages delivered, abort a run. */
+export class HostBridge {
+  readonly init: BridgeInit;
+  /** Put the ports of `init` in the worker's transferList. */
+  readonly transfer: MessagePort[];
+  private readonly words: Int32Array;
+  private readonly out: Lane;
+  private readonly in: Lane;
+  private readonly pollMs: number;
+  private handler: ((message: BridgeMessage) => void) | undefined;
+  private pollingUntil = 0;
+  private scheduled = false;
+  private sleeping = false;
+  private closed = false;
+  private readonly hostPorts: MessagePort[];
+  workerWakes = 0;
+
+  constructor(options: HostBridgeOptions = {}) {
+    const ringBytes = options.ringBytes ?? 256 * 1024;
+    if (ringBytes < 64 || ringBytes % 4 !== 0) throw new RangeError(`ringBytes must be a multiple of 4 of at least 64, got ${ringBytes}`);
+    this.pollMs = options.pollMs ?? 0.1;
+    const buffer = new SharedArrayBuffer(HEADER_WORDS * 4 + 2 * ringBytes);
+    const toWorker = new MessageChannel();
+    const toHost = new MessageChannel();
+    // Only receiveMessageOnPort reads these: no listener, and nothing keeps the process alive.
+    toWorker.port1.unref();
+    toHost.port1.unref();
+    this.hostPorts = [toWorker.port1, toHost.port1];
+    this.init = { buffer, ringBytes, toWorker: toWorker.port2, toHost: toHost.port2 };
+    this.transfer = [toWorker.port2, toHost.port2];
+    this.words = new Int32Array(buffer, 0, HEADER_WORDS);
+    const layout = lanes({ ...this.init, toWorker: toWorker.port1, toHost: toHost.port1 });
+    this.out = new Lane(...layout.toWorker);
+    this.in = new Lane(...layout.toHost);
+  }
+
+  /** Messages from the worker, delivered in order from the host's event loop. */
+  onMessage(handler: (message: BridgeMessage) => void): void {
+    this.handler = handler;
+    this.schedule();
+  }
+
+  send(message: BridgeMessage): void {
+    this.out.send(message);
+    this.wakeWorker(false);
+    // An answer is usually followed by the worker's next message: look for it for a while.
+    this.pollingUntil = performance.now() + this.pollMs;
+    this.schedule();
+  }
+
+  /** Stop run number `run`: the worker sees the abort word at its next check, and is woken if asleep. */
+  abort(run: number): void {
+    Atomics.store(this.words, W.abort, run);
+    this.wakeWorker(true);
+  }
+
+  get stats(): BridgeStats {
+    return { workerWakes: this.workerWakes, hostRings: Atomics.load(this.words, W.hostBell), overflowToWorker: this.out.overflowed };
+  }
+
+  close(): void {
+    this.closed = true;
+    // A pending waitAsync does not keep the process alive; wake it so it sees the close.
+    Atomics.add(this.words, W.hostBell, 1);
+    Atomics.notify(this.words, W.hostBell);
+    for (const port of this.hostPorts) port.close();
+  }
+
+  private wakeWorker(always: boolean): void {
+    if (always || Atomics.load(this.words, W.workerAsleep) === 1) {
+      this.workerWakes++;
+      Atomics.add(this.words, W.workerWake, 1);
+      Atomics.notify(this.words, W.workerWake);
+    }
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.sleeping || this.closed || !this.handler) return;
+    this.scheduled = true;
+    setImmediate(() => this.pump());
+  }
+
+  /** Deliver what arrived; keep polling while within the poll window; otherwise sleep on the doorbell. */
+  private pump(): void {
+    this.scheduled = false;
+    if (this.closed) return;
+    let delivered = false;
+    for (let message = this.in.receive(); message !== undefined; message = this.in.receive()) {
+      delivered = true;
+      this.handler!(message);
+      if (this.closed) return;
+    }
+    const now = performance.now();
+    if (delivered) this.pollingUntil = now + this.pollMs;
+    if (now < this.pollingUntil) {
+      this.schedule();
+      return;
+    }
+    this.sleep();
+  }
+
+  private sleep(): void {
+    const bell = Atomics.load(this.words, W.hostBell);
+    Atomics.store(this.words, W.hostAsleep, 1);
+    // Checked after saying so: a message written (to the ring or the port) before the worker saw
+    // the flag is not missed.
+    const early = this.in.receive();
+    if (early !== undefined) {
+      Atomics.store(this.words, W.hostAsleep, 0);
+      this.handler!(early);
+      this.pollingUntil = performance.now() + this.pollMs;
+      this.schedule();
+      return;
+    }
+    this.sleeping = true;
+    const waited = waitAsync(this.words, W.hostBell, bell);
+    const wake = () => {
+      this.sleeping = false;
+      Atomics.store(this.words, W.hostAsleep, 0);
+      // Straight on: the wait's own task is the turn; another setImmediate would cost one more.
+      if (!this.scheduled) this.pump();
+    };
+    if (waited.async) void waited.value.then(wake);
+    else {
+      // The bell moved between reading it and waiting: look again on the next turn.
+      this.sleeping = false;
+      Atomics.store(this.words, W.hostAsleep, 0);
+      this.schedule();
+    }
+  }
+}
+
+// ---- the worker side -----------------------------------------------------------------------------
+
+export type WaitOutcome = "message" | "timeout" | "aborted";
+
+/** The worker's end: send to the host, take the host's messages, sleep until one comes. */
+export class WorkerBridge {
+  private readonly words: Int32Array;
+  private readonly out: Lane;
+  private readonly in: Lane;
+  hostRings = 0;
+
+  constructor(init: BridgeInit) {
+    this.words = new Int32Array(init.buffer, 0, HEADER_WORDS);
+    const layout = lanes(init);
+    this.in = new Lane(...layout.toWorker);
+    this.out = new Lane(...layout.toHost);
+  }
+
+  send(message: BridgeMessage): void {
+    this.out.send(message);
+    if (Atomics.load(this.words, W.hostAsleep) === 1) {
+      // Cleared here so a burst of messages rings once.
+      Atomics.store(this.words, W.hostAsleep, 0);
+      this.hostRings++;
+      Atomics.add(this.words, W.hostBell, 1);
+      Atomics.notify(this.words, W.hostBell);
+    }
+  }
+
+  /** The next message from the host, if one has arrived. */
+  receive(): BridgeMessage | undefined {
+    if (this.held !== undefined) {
+      const message = this.held;
+      this.held = undefined;
+      return message;
+    }
+    return this.in.receive();
+  }
+
+  /** A message taken from the port while checking before sleep, handed out by the next receive. */
+  private held: BridgeMessage | undefined;
+
+  get overflowed(): number {
+    return this.out.overflowed;
+  }
+
+  /** The abort word names run `run`. */
+  aborted(run: number): boolean {
+    return Atomics.load(this.words, W.abort) === run;
+  }
+
+  /**
+   * Block until a message from the host, an abort of run `run`, or `untilMs` (a performance.now()
+   * time: the deadline or the next timer). Spins for `spinMs` first: a fast tool answers sooner
+   * than a sleeping thread wakes.
+   */
+  wait(run: number, untilMs: number, spinMs = 0): WaitOutcome {
+    const spinUntil = Math.min(untilMs, performance.now() + spinMs);
+    while (performance.now() < spinUntil) {
+      if (this.aborted(run)) return "aborted";
+      if (this.in.hasFrame()) return "message";
+    }
+    for (;;) {
+      const wake = Atomics.load(this.words, W.workerWake);
+      Atomics.store(this.words, W.workerAsleep, 1);
+      try {
+        // Checked after saying so, as the host checks the flag after writing.
+        if (this.aborted(run)) return "aborted";
+        if (this.in.hasFrame()) return "message";
+        if (this.held === undefined) this.held = this.in.receive();
+        if (this.held !== undefined) return "message";
+        const remaining = untilMs - performance.now();
+        if (remaining <= 0) return "timeout";
+        Atomics.wait(this.words, W.workerWake, wake, remaining);
+      } finally {
+        Atomics.store(this.words, W.workerAsleep, 0);
+      }
+      if (this.aborted(run)) return "aborted";
+      if (this.in.hasFrame()) return "message";
+    }
+  }
+}

@@ -1,0 +1,166 @@
+// The shared-memory bridge on its own, between the test's thread and real worker threads:
+// order across the ring and its overflow port, values larger than the ring, a full ring, a
+// worker sleeping in Atomics.wait that is aborted or terminated, a host that sleeps when idle.
+import { spawnSync } from "node:child_process";
+import { Worker } from "node:worker_threads";
+import { afterEach, describe, expect, it } from "vitest";
+import { HostBridge, type BridgeMessage } from "../../src/engine/ring.js";
+
+const fixture = new URL("../fixtures/ring-worker.mjs", import.meta.url);
+const workers: Worker[] = [];
+const bridges: HostBridge[] = [];
+
+afterEach(async () => {
+  for (const bridge of bridges.splice(0)) bridge.close();
+  await Promise.all(workers.splice(0).map((worker) => worker.terminate()));
+});
+
+function start(mode: string, options: { ringBytes?: number; pollMs?: number; sleepMs?: number; run?: number; thenBlock?: boolean; spinMs?: number } = {}) {
+  const bridge = new HostBridge({ ringBytes: options.ringBytes, pollMs: options.pollMs });
+  const worker = new Worker(fixture, { workerData: { init: bridge.init, mode, ...options }, transferList: bridge.transfer });
+  bridges.push(bridge);
+  workers.push(worker);
+  const inbox: BridgeMessage[] = [];
+  let waiting: { count: number; resolve: () => void } | undefined;
+  bridge.onMessage((message) => {
+    inbox.push(message);
+    if (waiting && inbox.length >= waiting.count) waiting.resolve();
+  });
+  /** Resolves once `count` messages have arrived in all; fails the test after a generous bound. */
+  const received = (count: number) =>
+    new Promise<BridgeMessage[]>((resolve, reject) => {
+      if (inbox.length >= count) return resolve(inbox.slice(0, count));
+      const timer = setTimeout(() => reject(new Error(`only ${inbox.length} of ${count} messages arrived`)), 20_000);
+      waiting = {
+        count,
+        resolve: () => {
+          clearTimeout(timer);
+          waiting = undefined;
+          resolve(inbox.slice(0, count));
+        },
+      };
+    });
+  return { bridge, worker, inbox, received };
+}
+
+const text = (message: BridgeMessage) => (typeof message === "string" ? message : Buffer.from(message).toString("hex"));
+
+describe("the bridge", () => {
+  it("carries strings and bytes both ways in order, values larger than the ring through the port", async () => {
+    const { bridge, received } = start("echo", { ringBytes: 1024 });
+    const sent: BridgeMessage[] = [];
+    for (let i = 0; i < 60; i++) {
+      const size = [3, 200, 5000, 0, 1017][i % 5];
+      const message = i % 2 ? "é☃\ud83d\ude00".repeat(size % 97) + i : Uint8Array.from({ length: size }, (_, j) => (i + j) & 0xff);
+      sent.push(message);
+      // A Uint8Array owning its whole buffer is transferred when it takes the port: send a copy.
+      bridge.send(typeof message === "string" ? message : message.slice());
+    }
+    const echoed = await received(60);
+    expect(echoed.map(text)).toStrictEqual(sent.map(text));
+    expect(echoed.map((message) => typeof message)).toStrictEqual(sent.map((message) => typeof message));
+    bridge.send("stats");
+    const stats = JSON.parse((await received(61))[60] as string) as { overflowed: number };
+    // The 5000-byte values cannot fit a 1 KiB ring: they went through the ports both ways.
+    expect(bridge.stats.overflowToWorker).toBeGreaterThanOrEqual(12);
+    expect(stats.overflowed).toBeGreaterThanOrEqual(12);
+  });
+
+  it("transfers a large Uint8Array that owns its buffer instead of copying it", async () => {
+    const { bridge, received } = start("echo", { ringBytes: 1024 });
+    const large = new Uint8Array(4096).fill(9);
+    bridge.send(large);
+    expect(large.byteLength).toBe(0);
+    const [echoed] = await received(1);
+    expect(Buffer.from(echoed as Uint8Array).equals(Buffer.alloc(4096, 9))).toBe(true);
+  });
+
+  it("wraps around the ring many times over", async () => {
+    const { bridge, received } = start("echo", { ringBytes: 256 });
+    const sent = Array.from({ length: 2000 }, (_, i) => "m".repeat(i % 61) + i);
+    for (const message of sent) bridge.send(message);
+    expect(await received(sent.length)).toStrictEqual(sent);
+  });
+
+  it("keeps order when the ring is full (the overflow port takes the rest)", async () => {
+    const { bridge, received } = start("echo", { ringBytes: 4096 });
+    bridge.send("burst:500:100");
+    const burst = await received(500);
+    expect(burst.map((message) => Number((message as string).split(":")[0]))).toStrictEqual(Array.from({ length: 500 }, (_, i) => i));
+  });
+
+  it("does not block the host's event loop while it polls", async () => {
+    const { bridge, received } = start("echo");
+    let ticks = 0;
+    const interval = setInterval(() => ticks++, 1);
+    for (let i = 0; i < 2000; i++) {
+      bridge.send(`round ${i}`);
+      await received(i + 1);
+    }
+    clearInterval(interval);
+    expect(ticks).toBeGreaterThan(0);
+  });
+
+  it("rings a host that fell asleep, once", async () => {
+    const { bridge, received } = start("echo", { pollMs: 0.1 });
+    const before = bridge.stats.hostRings;
+    // The worker answers 50 ms later, long after the host's poll window: the host is asleep then.
+    bridge.send("later:50");
+    expect(await received(1)).toStrictEqual(["late"]);
+    expect(bridge.stats.hostRings).toBe(before + 1);
+  });
+
+  it("never rings a host that is still polling", async () => {
+    // A poll window longer than the whole exchange: the host never says it is asleep.
+    const { bridge, received } = start("echo", { pollMs: 10_000 });
+    bridge.send("burst:300:10");
+    await received(300);
+    for (let i = 0; i < 100; i++) {
+      bridge.send(`round ${i}`);
+      await received(301 + i);
+    }
+    expect(bridge.stats.hostRings).toBe(0);
+  });
+});
+
+describe("a worker sleeping in Atomics.wait", () => {
+  it("wakes for a message and sleeps out a timeout", async () => {
+    const { received } = start("sleep", { sleepMs: 30 });
+    const [hello, result] = await received(2);
+    expect(hello).toBe("sleeping");
+    expect(JSON.parse(result as string).outcome).toBe("timeout");
+  });
+
+  it("is woken by an abort of its run, and not by an abort of another run", async () => {
+    const { bridge, inbox, received } = start("sleep", { sleepMs: 30_000, run: 7 });
+    await received(1);
+    bridge.abort(6);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Woken by the other run's abort, it went back to sleep: no outcome yet.
+    expect(inbox).toStrictEqual(["sleeping"]);
+    bridge.abort(7);
+    const [, result] = await received(2);
+    expect(JSON.parse(result as string).outcome).toBe("aborted");
+  });
+
+  it("is stopped by terminate() while blocked in Atomics.wait", async () => {
+    const { worker, received } = start("sleep", { sleepMs: 10, thenBlock: true });
+    await received(2); // it is now blocked in a ten-minute Atomics.wait
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const exit = new Promise<number>((resolve) => worker.once("exit", resolve));
+    await worker.terminate();
+    expect(await exit).toBe(1);
+  });
+});
+
+describe("the host side when idle", () => {
+  it("does not keep the process alive", () => {
+    const script = `
+      import { HostBridge } from ${JSON.stringify(new URL("../../dist/src/engine/ring.js", import.meta.url).href)};
+      const bridge = new HostBridge();
+      bridge.onMessage(() => {});
+      setTimeout(() => console.log("still here"), 10);`;
+    const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+    expect([child.status, child.stdout.trim(), child.error]).toStrictEqual([0, "still here", undefined]);
+  });
+});
