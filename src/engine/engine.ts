@@ -6,7 +6,8 @@
 // worker takes its WASM instances with it; a replacement is started at once.
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
-import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
+import { compiledModule } from "./wasm-module.js";
+import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, LayoutMessage, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
 
 /** Workers that may die before becoming ready, in a row, before queued runs are failed instead of retried. */
 const START_ATTEMPTS = 3;
@@ -94,6 +95,8 @@ export class SandboxEngine {
   private startFailures = 0;
   private abortSeq = 0;
   private replaced = 0;
+  /** Where the allocator keeps its break: the first worker finds it, later ones are told. */
+  private layout: LayoutMessage["layout"] | undefined;
 
   constructor(private readonly options: EngineOptions) {
     this.maxWorkers = options.maxWorkers ?? 16;
@@ -178,6 +181,8 @@ export class SandboxEngine {
         maxHeldBytes: this.options.idleBytes ?? DEFAULT_IDLE_BYTES,
         defaultMemoryBytes: this.options.defaultMemoryBytes,
         settlePort: settles.port2,
+        wasmModule: compiledModule(),
+        ...(this.layout ? { layout: this.layout } : {}),
       },
       transferList: [settles.port2],
       // A large native stack lets QuickJS's own stack limit trip first, as a catchable RangeError.
@@ -197,6 +202,10 @@ export class SandboxEngine {
       exited: false,
     };
     worker.on("message", (message: WorkerToHost) => {
+      if (message.type === "layout") {
+        this.layout ??= message.layout;
+        return;
+      }
       if (message.type === "ready") {
         slot.isReady = true;
         this.startFailures = 0;
@@ -217,7 +226,7 @@ export class SandboxEngine {
 
   private onMessage(slot: Slot, message: WorkerToHost): void {
     const active = slot.active;
-    if (!active || active.finished || message.type === "ready" || message.runId !== active.request.runId) return;
+    if (!active || active.finished || message.type === "ready" || message.type === "layout" || message.runId !== active.request.runId) return;
     switch (message.type) {
       case "call":
         active.callbacks.onCall(message.callId, message.path, message.args);

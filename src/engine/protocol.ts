@@ -112,4 +112,10 @@ export interface ReadyMessage {
   type: "ready";
 }
 
-export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage;
+/** Where this build keeps the allocator's break (snapshot.ts's MemoryLayout), found once and handed to later workers. */
+export interface LayoutMessage {
+  type: "layout";
+  layout: { brkAddress: number; freshBrk: number };
+}
+
+export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage | LayoutMessage;
