@@ -234,6 +234,32 @@ describe("ptc_task_list", () => {
   });
 });
 
+describe("ptc_task_list against long error messages", () => {
+  it("cuts each row's error_message at 300 characters, in both views, saying where the whole message is", async () => {
+    const host = new TaskHost({
+      store: memoryTaskStore(),
+      agents: new AgentRegistry({ dirs: [], agents: [{ name: "verbose", description: "d", driver: "function", run: async () => { throw new Error("e".repeat(50_000)); } }] }),
+    });
+    hosts.push(host);
+    const tools = Object.fromEntries(ptcTools(host).map((t) => [t.name, t])) as Record<string, Tool>;
+    for (let i = 0; i < 3; i++) await refusal(tools.ptc_subagent!, { agent: "verbose", task: `t${i}` });
+    const compact = await call(tools.ptc_task_list!, {});
+    const full = await call(tools.ptc_task_list!, { result_view: "full" });
+    for (const view of [compact, full]) {
+      for (const row of view.sc.tasks as Array<{ id: string; error_message: string }>) {
+        // The stored message is 4,096 characters and its own cut note (4,125 in all).
+        expect(row.error_message).toBe(`${"e".repeat(300)}… (3825 more characters: ptc_task_output({ task_id: "${row.id}" }) has the whole message)`);
+      }
+    }
+    assertViewSubset(compact.sc, full.sc);
+    // The record keeps up to 4 KiB of it; ptc_task_output shows that much.
+    const id = (compact.sc.tasks as Array<{ id: string }>)[0]!.id;
+    const out = await call(tools.ptc_task_output!, { task_id: id, result_view: "full" });
+    expect((out.sc.task as { error_message: string }).error_message).toMatch(/^e{4096}… \(45904 more characters cut\)$/);
+    expect(JSON.stringify(compact.sc).length).toBeLessThan(2000);
+  });
+});
+
 describe("ptc_task_output", () => {
   it("running: current status, no usage, no report_channel; paging with since_bytes", async () => {
     const { tools } = setup();
