@@ -117,8 +117,8 @@ describe("an upstream server that dies mid-session", () => {
   });
 });
 
-const HOSTILE_SERVER = join(ROOT, "test", "mcp", "fixtures", "hostile-server.mjs");
-const hostile = (mode = "", env: Record<string, string> = {}) => ({ command: process.execPath, args: [HOSTILE_SERVER], env: { HOSTILE_MODE: mode, ...env } });
+const MISBEHAVING_SERVER = join(ROOT, "test", "mcp", "fixtures", "misbehaving-server.mjs");
+const hostile = (mode = "", env: Record<string, string> = {}) => ({ command: process.execPath, args: [MISBEHAVING_SERVER], env: { MISBEHAVE: mode, ...env } });
 
 describe("a hostile upstream server", () => {
   it("one that always returns nextCursor is read for at most maxListPages pages; start-up ends and the tools so far are bound", async () => {
