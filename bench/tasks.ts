@@ -1,6 +1,7 @@
 // Task-system costs: draining many background tasks and listing a large task table, both
 // through the tools a model or a program calls (no unsafe floor exists for these).
 import { createCodemode } from "../src/index.js";
+import { benchViews } from "./views.js";
 
 export interface TaskRow {
   name: string;
@@ -58,5 +59,6 @@ export async function benchTasks(): Promise<TaskRow[]> {
   } finally {
     await cm.close();
   }
+  rows.push(...(await benchViews()));
   return rows;
 }

@@ -1,7 +1,6 @@
 // `createCodemode()`: the library's front door. It owns the sandbox engine, the tool set (the
 // host's tools plus the runtime's own), per-session stores, and turns every program outcome into
 // a RunResult. It rejects only for misuse of the API.
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SandboxEngine } from "../engine/engine.js";
 import {
@@ -20,6 +19,8 @@ import {
   type ToolHooks,
 } from "../tools/index.js";
 import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type AgentInput } from "../tasks/index.js";
+import { ensurePrivateDir, PrivateTempDir } from "../safe-fs.js";
+import { keepRuntimeFilesOut } from "../workspace/index.js";
 import { childToolProvider, codemodeScriptRunner, ptcTools } from "../ptc/index.js";
 import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
 import { ptcWorkflowTool } from "../workflow/index.js";
@@ -29,6 +30,7 @@ import { executeRun } from "./run.js";
 import { SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
 import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
+import { spillingBound } from "./output.js";
 
 export interface CodemodeOptions {
   /** Host tools: `defineTool(...)` results or plain `{ name, description, execute }` objects. */
@@ -103,11 +105,16 @@ export class Codemode {
     private readonly engine: SandboxEngine,
     private readonly limits: Limits,
     private readonly options: CodemodeOptions,
-    private readonly spillDir: string,
+    /** Where run output past the budget is spilled: `<dataDir>/spill`, or a private temp dir removed on close. */
+    private readonly spill: string | PrivateTempDir,
     /** The background subagents this runtime hosts (what `ptc_*` tools act on). */
     readonly tasks: TaskHost,
     private readonly sessions: SessionStores,
   ) {}
+
+  private get spillDir(): string {
+    return typeof this.spill === "string" ? this.spill : this.spill.path;
+  }
 
   /** @internal */
   addTools(tools: readonly Tool[], kind: "host" | "runtime"): void {
@@ -177,7 +184,7 @@ export class Codemode {
     if (stored && !options.ephemeralSession) {
       // The program ran and its calls took effect: a failed save is reported, not thrown.
       try {
-        this.sessions.save(session);
+        await this.sessions.save(session);
       } catch (error) {
         result.details.warnings.push(`the session "${session}" could not be saved: ${(error as Error).message}`);
       }
@@ -190,8 +197,10 @@ export class Codemode {
     this.assertOpen();
     if (typeof name !== "string") throw new TypeError(`name must be a tool name string, got ${describe(name)}`);
     const tool = this.toolList().find((candidate) => candidate.id === name || candidate.name === name);
+    // Content over the budget is cut like run output: head and tail, and the whole text in a spill file.
+    const boundOutput = spillingBound(this.spillDir, this.limits.maxSpillBytes);
     if (!tool) {
-      return errorResult(new ToolError("tool_not_found", `no tool named "${name}"; available: ${this.toolList().map((t) => t.id).join(", ")}`));
+      return errorResult(new ToolError("tool_not_found", `no tool named "${name}"; available: ${this.toolList().map((t) => t.id).join(", ")}`), { outputBudget: this.limits.outputBudget, boundOutput });
     }
     try {
       const signal = options.signal ?? new AbortController().signal;
@@ -199,13 +208,14 @@ export class Codemode {
         ctx: { signal, callId: `direct:${Date.now().toString(36)}`, runId: "direct", depth: 0 },
         hooks: this.options.hooks,
         outputBudget: this.limits.outputBudget,
+        boundOutput,
         development: this.options.development ?? false,
       });
       // A program that failed is an error result for the model, though the tool itself worked.
       if (tool.name === RUN_CODE_TOOL && (result.structuredContent as { status?: string } | undefined)?.status === "error") result.isError = true;
       return result;
     } catch (error) {
-      return errorResult(error, { outputBudget: this.limits.outputBudget });
+      return errorResult(error, { outputBudget: this.limits.outputBudget, boundOutput });
     }
   }
 
@@ -223,6 +233,7 @@ export class Codemode {
     } finally {
       await this.engine.close();
       this.tasks.store.close();
+      if (typeof this.spill !== "string") this.spill.remove();
     }
   }
 
@@ -276,7 +287,11 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   const cwd = resolve(options.cwd ?? process.cwd());
   const dataDir = options.dataDir === undefined ? undefined : resolve(cwd, options.dataDir);
   const agents = new AgentRegistry({ agents: options.agents ? [...options.agents] : undefined, dirs: options.agentDirs ? [...options.agentDirs] : undefined, cwd });
-  const spillDir = dataDir ? join(dataDir, "spill") : join(tmpdir(), "codemode-spill");
+  // The data dir is the runtime's own: a real directory of this user, 0700 (see safe-fs.ts).
+  if (dataDir) ensurePrivateDir(dataDir);
+  const spill = dataDir ? join(dataDir, "spill") : new PrivateTempDir("codemode-spill");
+  // Workspace tools among the host's never reach the runtime's state nor write its agent files.
+  keepRuntimeFilesOut(tools, { hide: dataDir ? [dataDir] : [], protect: agents.searched });
 
   // Script agents run programs on this very runtime; the runner exists once the runtime does.
   let runScript: ReturnType<typeof codemodeScriptRunner> | undefined;
@@ -317,7 +332,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     store.close();
     throw error;
   }
-  const cm = new Codemode(engine, limits, options, spillDir, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
+  const cm = new Codemode(engine, limits, options, spill, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
   try {
     const workflow = ptcWorkflowTool({ host: tasks, tools: () => cm.toolList(), hooks: options.hooks, development: options.development ?? false, limits });
     cm.addTools([...ptcTools(tasks), workflow, toolInfoTool(() => cm.toolList())], "runtime");
@@ -331,7 +346,11 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   }
   const readOnlyTools = options.readOnlyTools ? [...WORKSPACE_READ_ONLY_TOOLS, ...options.readOnlyTools] : undefined;
   runScript = codemodeScriptRunner(cm, readOnlyTools ? { readOnlyTools } : {});
-  childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), { hooks: options.hooks, ...(readOnlyTools ? { readOnlyTools } : {}) });
+  childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), {
+    hooks: options.hooks,
+    boundOutput: spillingBound(typeof spill === "string" ? spill : spill.path, limits.maxSpillBytes),
+    ...(readOnlyTools ? { readOnlyTools } : {}),
+  });
   return cm;
 }
 

@@ -3,9 +3,11 @@
 // Everything is kept in memory while it fits the budget. Past it, the full text goes to a spill
 // file (appended as it arrives, so a flood never sits in memory) and only a head and a tail are
 // kept for the model, joined by a marker that says how much was cut and where the rest is.
-import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { closeSync, writeSync } from "node:fs";
+import { randomUUID } from "node:crypto";
 import { join } from "node:path";
-import { takeHead, takeTail } from "../text.js";
+import { createExclusive, ensurePrivateDir } from "../safe-fs.js";
+import { cutToBudget, spillNote, type BoundOutput } from "../tools/budget.js";
 
 export interface RenderedOutput {
   text: string;
@@ -72,9 +74,12 @@ export class OutputCollector {
     if (this.spillCut) return;
     try {
       if (this.spillFd === undefined) {
-        mkdirSync(this.spillDir, { recursive: true });
-        this.spillPath = join(this.spillDir, `${this.runId}.txt`);
-        this.spillFd = openSync(this.spillPath, "w");
+        // A private directory and a new file (0600, never through a link): no one else reads
+        // the full output or swaps it for their own text before the model is pointed at it.
+        ensurePrivateDir(this.spillDir);
+        const path = join(this.spillDir, `${this.runId}.txt`);
+        this.spillFd = createExclusive(path);
+        this.spillPath = path;
       }
       const room = this.maxSpillBytes - this.spilledBytes;
       const buffer = Buffer.from(piece);
@@ -99,8 +104,11 @@ export class OutputCollector {
     }
   }
 
-  /** The model-visible text within `room` bytes. */
-  render(room: number): RenderedOutput {
+  /**
+   * The model-visible text within `room` bytes: the shared cut (tools/budget.ts) over what was
+   * kept, with a marker naming this collector's spill file. `pinnedBytes` leading bytes survive it.
+   */
+  render(room: number, pinnedBytes = 0): RenderedOutput {
     this.close();
     if (!this.overflowed && this.bytes <= room) {
       return { text: this.parts.join(""), truncated: false, totalBytes: this.bytes };
@@ -110,18 +118,22 @@ export class OutputCollector {
       this.spill(full);
       this.close();
     }
-    const where = this.spillPath
-      ? `full output: ${this.spillPath}${this.spillCut ? `, cut at ${this.maxSpillBytes} bytes` : ""}`
-      : "the full output could not be saved";
-    const headSource = full ?? this.head;
-    const tailSource = full ?? this.tail;
-    // Size the marker with the largest count it could state, then split the rest 60/40.
-    const markerFor = (cut: number) => `\n\n[… ${cut} of ${this.bytes} bytes of output cut; ${where} …]\n\n`;
-    const markerBytes = Buffer.byteLength(markerFor(this.bytes));
-    const available = Math.max(0, room - markerBytes);
-    const head = takeHead(headSource, Math.floor(available * 0.6));
-    const tail = takeTail(tailSource, available - Buffer.byteLength(head));
-    const cut = this.bytes - Buffer.byteLength(head) - Buffer.byteLength(tail);
-    return { text: head + markerFor(cut) + tail, truncated: true, totalBytes: this.bytes, fullOutputPath: this.spillPath };
+    const note = spillNote(this.spillPath, this.spillCut ? this.maxSpillBytes : undefined);
+    const text = cutToBudget({ head: full ?? this.head, tail: full ?? this.tail, totalBytes: this.bytes }, room, note, pinnedBytes);
+    return { text, truncated: true, totalBytes: this.bytes, ...(this.spillPath !== undefined ? { fullOutputPath: this.spillPath } : {}) };
   }
+}
+
+/**
+ * Tool content held to the budget exactly as run output is: the same cut and marker, and the
+ * whole text in a spill file of the same kind (one per cut result, under `spillDir`).
+ */
+export function spillingBound(spillDir: string, maxSpillBytes: number): BoundOutput {
+  return (text, budget, pinnedBytes = 0) => {
+    const totalBytes = Buffer.byteLength(text);
+    if (totalBytes <= budget) return { text, truncated: false, totalBytes };
+    const collector = new OutputCollector(budget, spillDir, `tool-${randomUUID()}`, maxSpillBytes);
+    collector.append([text]);
+    return collector.render(budget, pinnedBytes);
+  };
 }

@@ -19,6 +19,24 @@ export interface McpServeOptions {
   instructions?: string;
 }
 
+/**
+ * What a failed call's structuredContent holds (`errorResult`): `{ error: { code, reason?,
+ * message, ...fields } }`, fields such as a failed child's `task_id` included.
+ */
+const ERROR_RECORD_SCHEMA = {
+  type: "object",
+  properties: {
+    error: {
+      type: "object",
+      properties: { code: { type: "string" }, reason: { type: "string" }, message: { type: "string" } },
+      required: ["code", "message"],
+      additionalProperties: { type: "string" },
+    },
+  },
+  required: ["error"],
+  additionalProperties: false,
+};
+
 /** The MCP listing entry of one descriptor. */
 export function mcpToolOf(descriptor: ToolDescriptor): McpTool {
   const tool: McpTool = {
@@ -27,23 +45,30 @@ export function mcpToolOf(descriptor: ToolDescriptor): McpTool {
     inputSchema: { type: "object", ...descriptor.input_schema } as McpTool["inputSchema"],
   };
   if (descriptor.output_views) {
-    // `result_view: "full"` returns the full record: either view is a valid result.
-    tool.outputSchema = { type: "object", anyOf: [descriptor.output_views.compact.schema, descriptor.output_views.full.schema] } as McpTool["outputSchema"];
+    // `result_view: "full"` returns the full record: either view is a valid result, and so is the
+    // error record of a failed call, so a client receives its code and fields (task_id) too.
+    tool.outputSchema = { type: "object", anyOf: [descriptor.output_views.compact.schema, descriptor.output_views.full.schema, ERROR_RECORD_SCHEMA] } as McpTool["outputSchema"];
   } else if (descriptor.output_schema) {
     tool.outputSchema = { type: "object", ...descriptor.output_schema } as McpTool["outputSchema"];
   }
   return tool;
 }
 
+/** Whether a listed tool's output schema admits the error record (tools with views list it). */
+export function acceptsErrorRecord(tool: McpTool): boolean {
+  const options = (tool.outputSchema as { anyOf?: unknown[] } | undefined)?.anyOf;
+  return tool.outputSchema === undefined || (Array.isArray(options) && options.includes(ERROR_RECORD_SCHEMA));
+}
+
 /** The MCP result of one call: content for the model, structuredContent for programs and hosts. */
-export function mcpResultOf(result: ToolCallResult, hasOutputSchema: boolean): CallToolResult {
+export function mcpResultOf(result: ToolCallResult, dropErrorRecord: boolean): CallToolResult {
   const out: CallToolResult = { content: result.content.map((block) => ({ type: "text", text: block.text })) };
   const structured = result.structuredContent;
   if (structured !== undefined) {
-    // An error record `{ error }` does not match the tool's declared output schema, and clients
-    // validate structuredContent against it: such errors travel as text (content) only.
+    // Clients validate structuredContent against the declared output schema: where that schema
+    // does not admit the error record `{ error }` (single-result tools), errors travel as text only.
     const isErrorRecord = result.isError === true && Object.keys(structured).length === 1 && "error" in structured;
-    if (!(isErrorRecord && hasOutputSchema)) out.structuredContent = structured;
+    if (!(isErrorRecord && dropErrorRecord)) out.structuredContent = structured;
   }
   if (result.isError) out.isError = true;
   return out;
@@ -66,7 +91,7 @@ export function createMcpServer(cm: Codemode, options: McpServeOptions = {}): Se
       return { content: [{ type: "text", text: `no tool named "${name}"; this server offers: ${names.join(", ")}` }], isError: true };
     }
     const result = await cm.callTool(name, args ?? {}, { signal: extra.signal });
-    return mcpResultOf(result, tool.outputSchema !== undefined);
+    return mcpResultOf(result, !acceptsErrorRecord(tool));
   });
   return server;
 }

@@ -1,4 +1,4 @@
-import { describeTool, invokeTool, type Tool, type ToolHooks } from "../tools/index.js";
+import { describeTool, invokeTool, type BoundOutput, type Tool, type ToolHooks } from "../tools/index.js";
 import type { ChildToolDescriptor, ChildToolProvider } from "../tasks/index.js";
 import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
 
@@ -10,6 +10,8 @@ export interface ChildToolOptions {
    */
   readOnlyTools?: readonly string[];
   hooks?: ToolHooks;
+  /** How a result over the output budget is cut (and where its whole text is saved). */
+  boundOutput?: BoundOutput;
 }
 
 /** A tool's full path as programs reach it: `read_file`, `github.create_issue`. */
@@ -55,6 +57,7 @@ export function childToolProvider(tools: readonly Tool[], options: ChildToolOpti
       const result = await invokeTool(tool, args, {
         ctx: { signal: ctx.signal, callId: `child-${++seq}`, runId: `task-${ctx.taskId}`, depth: ctx.depth, taskId: ctx.taskId },
         ...(options.hooks ? { hooks: options.hooks } : {}),
+        ...(options.boundOutput ? { boundOutput: options.boundOutput } : {}),
       });
       return result.content.map((c) => c.text).join("\n");
     },

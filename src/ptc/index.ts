@@ -1,7 +1,7 @@
 import { takeTail } from "../text.js";
 import { z } from "zod";
-import { defineTool, ToolError, type Tool, type ToolContext } from "../tools/index.js";
-import { TaskError, TaskHost, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type TaskRecord } from "../tasks/index.js";
+import { defineTool, pinnedText, ToolError, type PinnedText, type Tool, type ToolContext } from "../tools/index.js";
+import { TaskError, TaskHost, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type TaskRecord, type TaskStatus } from "../tasks/index.js";
 import {
   detailRecord,
   readOnlyTierSchema,
@@ -54,12 +54,32 @@ async function guarded<T>(fn: () => T | Promise<T>): Promise<T> {
   }
 }
 
-function headline(r: SnakeRecord): string {
-  let s = `Task ${r.id} (agent ${r.agent}, depth ${r.depth}) is ${r.status}`;
+/** How a status reads after "Task X": a state it is in, or what happened to it. */
+const STATUS_PHRASE: Record<TaskStatus, string> = {
+  queued: "is queued",
+  running: "is running",
+  stopping: "is stopping",
+  succeeded: "succeeded",
+  failed: "failed",
+  canceled: "was canceled",
+  lost: "was lost",
+};
+
+/**
+ * The status line: short and bounded (no message in it), so that with the usage line after it it
+ * can be pinned — the part of the text no budget cut removes.
+ */
+function statusLine(r: SnakeRecord): string {
+  let s = `Task ${r.id} (agent ${r.agent}, depth ${r.depth}) ${STATUS_PHRASE[r.status]}`;
   if (r.exit_code !== undefined) s += `, exit code ${r.exit_code}`;
-  if (r.error_message !== undefined) s += `: ${r.error_message}`;
-  if (r.lost_reason !== undefined) s += ` [${r.lost_reason}]`;
+  if (r.lost_reason !== undefined) s += ` (${r.lost_reason})`;
   return s;
+}
+
+/** The status and usage lines, which survive any cut; the error message comes first after them. */
+function taskText(r: SnakeRecord, usage: SnakeRecord["usage"], rest: string[]): PinnedText {
+  const body = r.error_message !== undefined ? [`error: ${r.error_message}`, ...rest] : rest;
+  return pinnedText(`${statusLine(r)}\n${usageLine(usage)}`, body.join("\n"));
 }
 
 function reportText(report: SnakeRecord["report"], recordUsage: SnakeRecord["usage"]): string[] {
@@ -107,14 +127,16 @@ export function ptcSubagentTool(host: TaskHost): Tool {
       }),
     toModelOutput: (r: Out) => {
       if (r.task_id !== undefined) {
-        return [
-          `Started background task ${r.task_id} (agent ${r.task.agent}), status ${r.status}. Poll it with ptc_task_output({ task_id: "${r.task_id}" }).`,
-          usageLine(undefined),
-        ].join("\n");
+        return pinnedText(
+          [
+            `Started background task ${r.task_id} (agent ${r.task.agent}), status ${r.status}. Poll it with ptc_task_output({ task_id: "${r.task_id}" }).`,
+            usageLine(undefined),
+          ].join("\n"),
+        );
       }
-      const lines = [headline(r.task), usageLine(r.usage), ...reportText(r.report, r.usage)];
-      if (r.output_tail) lines.push("", r.output_tail);
-      return lines.join("\n");
+      const rest = reportText(r.report, r.usage);
+      if (r.output_tail) rest.push("", r.output_tail);
+      return taskText(r.task, r.usage, rest);
     },
     toDetails: (r: Out) => ({ task: detailRecord(host, fromSnakeId(host, r.task.id)) }),
   });
@@ -177,12 +199,13 @@ export function ptcTaskListTool(host: TaskHost): Tool {
       }),
     toModelOutput: (r: Out) => {
       const head = `${r.count} task${r.count === 1 ? "" : "s"}${r.count > r.tasks.length ? ` (showing the last ${r.tasks.length})` : ""}`;
-      return [
+      // The count survives any cut; rows (and the messages in them) are what gets cut.
+      return pinnedText(
         head,
-        ...r.tasks.map(
-          (t) => `${t.id} ${t.status} ${t.agent} depth=${t.depth} "${t.label}" ${t.output_bytes ?? 0}B${t.error_message ? ` error: ${t.error_message}` : ""}`,
-        ),
-      ].join("\n");
+        r.tasks
+          .map((t) => `${t.id} ${t.status} ${t.agent} depth=${t.depth} "${t.label}" ${t.output_bytes ?? 0}B${t.error_message ? ` error: ${t.error_message}` : ""}`)
+          .join("\n"),
+      );
     },
     toDetails: (r: Out) => ({ tasks: r.tasks.map((t) => detailRecord(host, host.get(t.id)!)), count: r.count }),
   });
@@ -202,7 +225,8 @@ export function ptcTaskOutputTool(host: TaskHost): Tool {
     report: reportSchema.optional(),
     usage: usageSchema.optional().describe("Host-measured; present on succeeded, failed and canceled tasks"),
   });
-  type Out = z.input<typeof compact> & { task: SnakeRecord };
+  // output_starts_mid_line: host-only (no view shows it), so the model text can mark a cut line.
+  type Out = z.input<typeof compact> & { task: SnakeRecord; output_starts_mid_line?: boolean };
   return defineTool({
     name: "ptc_task_output",
     description: "Read a task's output (from since_bytes, a UTF-8 byte offset such as the output_bytes of the previous read), its current status, report and usage.",
@@ -220,6 +244,7 @@ export function ptcTaskOutputTool(host: TaskHost): Tool {
           ...(page.preview !== undefined ? { output_preview: page.preview } : {}),
           output_truncated: page.truncated,
           ...(page.fullPath !== undefined ? { output_full_path: page.fullPath } : {}),
+          ...(page.startsMidLine ? { output_starts_mid_line: true } : {}),
           ...(r.reportChannel ? { report_channel: r.reportChannel } : {}),
           ...(r.readOnlyTier ? { read_only_tier: r.readOnlyTier } : {}),
           ...(r.report ? { report: structuredClone(r.report) } : {}),
@@ -228,13 +253,16 @@ export function ptcTaskOutputTool(host: TaskHost): Tool {
         };
       }),
     toModelOutput: (r: Out) => {
-      const lines = [headline(r.task), usageLine(r.usage), ...reportText(r.report, r.usage)];
-      if (r.output_truncated) lines.push(`[output cut to its last ${Buffer.byteLength(r.output)} bytes of ${r.output_bytes}; full log: ${r.output_full_path}]`);
+      const lines = reportText(r.report, r.usage);
+      if (r.output_truncated) {
+        const midLine = r.output_starts_mid_line === true ? ", starting mid-line" : "";
+        lines.push(`[output cut to its last ${Buffer.byteLength(r.output)} bytes of ${r.output_bytes}${midLine}; full log: ${r.output_full_path}]`);
+      }
       // The newest output matters most: the model text keeps the tail of the page, not its head.
       const shown = tailOf(r.output, OUTPUT_TEXT_BYTES);
       if (shown !== r.output) lines.push(`[the text below shows the last ${OUTPUT_TEXT_BYTES} bytes of this page; structuredContent.output has all of it]`);
-      lines.push("", shown);
-      return lines.join("\n");
+      if (shown !== "") lines.push("", r.output_starts_mid_line === true && shown === r.output ? `…${shown}` : shown);
+      return taskText(r.task, r.usage, lines);
     },
     toDetails: (r: Out) => ({ task: detailRecord(host, host.get(r.task_id)!), outputBytes: r.output_bytes, outputTruncated: r.output_truncated }),
   });
@@ -265,10 +293,10 @@ export function ptcTaskStopTool(host: TaskHost): Tool {
         };
       }),
     toModelOutput: (r: Out) =>
-      [
-        `Stopped task ${r.task_id} (agent ${r.task.agent}): ${r.from_status} → ${r.status}${r.stop_reason ? ` (${r.stop_reason})` : ""}`,
-        usageLine(r.task.usage),
-      ].join("\n"),
+      pinnedText(
+        [`Stopped task ${r.task_id} (agent ${r.task.agent}): ${r.from_status} → ${r.status}`, usageLine(r.task.usage)].join("\n"),
+        r.stop_reason ? `stop reason: ${r.stop_reason}` : "",
+      ),
     toDetails: (r: Out) => ({ task: detailRecord(host, host.get(r.task_id)!), fromStatus: r.from_status }),
   });
 }

@@ -97,7 +97,11 @@ export interface DetailRecord extends TaskRecord {
   outputPreview: string;
 }
 
-/** `details` carries camelCase records with a bounded output preview, for a TUI. */
+/**
+ * `details` carries camelCase records (at every depth) with a bounded output preview, for a TUI.
+ * The report inside keeps its wire shape (`files_touched`): it is one object with one documented
+ * shape — what a child sends, what the host stores, what structuredContent.report carries.
+ */
 export function detailRecord(host: TaskHost, r: TaskRecord): DetailRecord {
   const bytes = r.outputBytes > 0 ? r.outputBytes : host.store.outputSize(r.id);
   return { ...structuredClone(r), outputPreview: bytes > 0 ? headPreview(host.store.readOutput(r.id, 0, PREVIEW_BYTES + 4)) : "" };

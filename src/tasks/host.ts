@@ -1,7 +1,6 @@
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { monotonicFactory } from "ulid";
+import { appendPrivate, ensurePrivateDir, PrivateTempDir, replaceFileAtomic } from "../safe-fs.js";
 import type { AgentDefinition, AgentRegistry, DriverEvent, FunctionAgent } from "./agents.js";
 import { TaskError, invalidArgument } from "./errors.js";
 import { checkTaskArgv, commandDriver } from "./drivers/command.js";
@@ -58,7 +57,7 @@ export interface TaskHostOptions {
   /** Deepest allowed nesting: a top-level program is depth 0, each spawn adds 1. */
   maxDepth?: number;
   scriptRunner?: ScriptRunner;
-  /** Where spilled output of in-memory tasks goes; default a directory under the OS temp dir. */
+  /** Where spilled output of in-memory tasks goes (`<dataDir>/spill`); default a private temp dir removed on close. */
   dataDir?: string;
   /** Grace between SIGTERM and SIGKILL when a task is stopped. */
   killGraceMs?: number;
@@ -113,6 +112,8 @@ export interface OutputPage {
   /** Total bytes of the log (the next `since_bytes`). */
   outputBytes: number;
   truncated: boolean;
+  /** A truncated page whose first line is the end of a longer one (a long last line kept). */
+  startsMidLine?: boolean;
   fullPath?: string;
   preview?: string;
 }
@@ -183,7 +184,7 @@ export class TaskHost {
   readonly maxOutputBytes: number;
   readonly maxLineBytes: number;
   private readonly drivers: Record<DriverKind, Driver>;
-  private readonly spillDir: string;
+  private readonly spillDir: string | PrivateTempDir;
   private readonly childTools?: ChildToolProvider;
   private readonly cwd: string;
   private readonly cwdRoots: string[];
@@ -220,7 +221,8 @@ export class TaskHost {
       throw invalidArgument("cwdRoots", "an array of directory paths", options.cwdRoots);
     }
     this.cwdRoots = realRoots(options.cwdRoots?.length ? options.cwdRoots : [this.cwd], this.cwd);
-    this.spillDir = join(options.dataDir ?? options.store.dataDir ?? join(tmpdir(), `codemode-${process.pid}`), "spill");
+    const dataDir = options.dataDir ?? options.store.dataDir;
+    this.spillDir = dataDir ? join(dataDir, "spill") : new PrivateTempDir("codemode-tasks");
     this.drivers = {
       function: functionDriver,
       // A workflow's graph is an in-process function too: its runner is handed over at spawn.
@@ -309,6 +311,10 @@ export class TaskHost {
         `cannot spawn agent "${agent.name}": ${this.queue.length} tasks are already waiting for one of ${this.maxRunning} slots (the host's limit is ${this.maxQueued} waiting); wait for some to finish (poll ptc_task_list) or stop ones you no longer need (ptc_task_stop), then spawn again`,
       );
     }
+    // "enforced" only where the host is the child's sole way to act: a script runs in the sandbox
+    // and an openai model acts only through the tools offered to it, so both get only read-only
+    // tools. A command is its own process and a function is host code with the host's own
+    // authority (file system, network, processes); no wall confines either: "advisory".
     const readOnlyTier: ReadOnlyTier | undefined = agent.readOnly
       ? agent.driver === "script" || agent.driver === "openai"
         ? "enforced"
@@ -420,6 +426,7 @@ export class TaskHost {
     const page = this.store.readOutput(id, Math.max(since, total - (OUTPUT_TAIL_BYTES + 1)), total);
     const tail = tailTruncate(page);
     const result: OutputPage = { record: { ...record, outputBytes: total }, output: tail.text, outputBytes: total, truncated: tail.truncated };
+    if (tail.startsMidLine) result.startsMidLine = true;
     if (tail.truncated) result.fullPath = this.fullLogPath(id, total);
     // "Small" = the whole log would fit one untruncated page; large logs get a tail and a path only.
     if (total > 0 && total <= SMALL_OUTPUT_BYTES) {
@@ -485,6 +492,7 @@ export class TaskHost {
     this.retryUnrecorded();
     if (this.retryTimer) clearInterval(this.retryTimer);
     this.retryTimer = undefined;
+    if (typeof this.spillDir !== "string") this.spillDir.remove();
   }
 
   /** Slots in use: tasks running in their own slot (a child running in its parent's slot is not counted again). */
@@ -708,7 +716,10 @@ export class TaskHost {
 
     // Whatever happens to the final write, the slot is freed and the caller is answered.
     try {
-      const channelReport = this.reportFor(live, outputBytes);
+      // Reports are stored only on success, and the channel says what was stored: a failed child's
+      // trailing JSON block or report event is not a report, so its channel is "none".
+      const channelReport: { channel: ReportChannel; report?: ReportBody } =
+        status === "succeeded" ? this.reportFor(live, outputBytes) : { channel: live.agent.report ? "none" : "opted-out" };
       this.transition(live, status, (r) => {
         r.endedAt = Date.now();
         r.outputBytes = outputBytes;
@@ -718,7 +729,7 @@ export class TaskHost {
         if (error !== undefined) r.errorMessage = boundedMessage(error, RECORD_MESSAGE_BYTES);
         if (live.log.cutBytes > 0) r.outputCutBytes = live.log.cutBytes;
         if (status === "canceled" && live.stopReason !== undefined) r.stopReason = live.stopReason;
-        if (status === "succeeded" && channelReport.report) r.report = { ...channelReport.report, usage: { ...usage } };
+        if (channelReport.report) r.report = { ...channelReport.report, usage: { ...usage } };
       });
       this.live.delete(id);
       if (live.stored !== live.record.status) this.unrecorded.set(id, { record: live.record, stored: live.stored });
@@ -838,12 +849,13 @@ export class TaskHost {
     const path = this.store.outputPath(id);
     if (path) return path;
     // In-memory logs have no file: the spill holds the log, extended with what arrived since the
-    // last read (appended, never rewritten, so polling a growing log stays cheap).
-    mkdirSync(this.spillDir, { recursive: true });
-    const spill = join(this.spillDir, `${id}.log`);
+    // last read (appended, never rewritten, so polling a growing log stays cheap). Its directory
+    // is private (0700) and its file never followed as a link: no one else reads or redirects it.
+    const dir = typeof this.spillDir === "string" ? ensurePrivateDir(this.spillDir) : this.spillDir.path;
+    const spill = join(dir, `${id}.log`);
     const written = this.spilled.get(id) ?? 0;
-    if (written === 0) writeFileSync(spill, this.store.readOutput(id, 0, total));
-    else if (total > written) appendFileSync(spill, this.store.readOutput(id, written, total));
+    if (written === 0) replaceFileAtomic(spill, this.store.readOutput(id, 0, total));
+    else if (total > written) appendPrivate(spill, this.store.readOutput(id, written, total));
     this.spilled.set(id, Math.max(written, total));
     return spill;
   }

@@ -53,18 +53,28 @@ export function alignBackward(buf: Buffer, end: number): number {
 export interface TailResult {
   text: string;
   truncated: boolean;
+  /** The page was cut inside a line: its first line is the end of a longer one. */
+  startsMidLine?: boolean;
 }
 
-/** Keeps the last 50 KB / 2,000 lines of a page, cut on a character and, when cut, a line boundary. */
+/**
+ * Keeps the last 50 KB / 2,000 lines of a page, never splitting a character. Lines permitting, the
+ * page starts on a line: a partial first line is dropped when that costs at most half the 50 KB.
+ * A longer line crossing the cut (a minified bundle, one huge JSON line) keeps its last bytes
+ * instead, so a long last line is never dropped whole.
+ */
 export function tailTruncate(page: Buffer): TailResult {
   let start = 0;
   let truncated = false;
+  let startsMidLine = false;
   if (page.length > OUTPUT_TAIL_BYTES) {
     truncated = true;
     start = alignForward(page, page.length - OUTPUT_TAIL_BYTES);
-    const nl = page.indexOf(0x0a, start);
-    // Drop the partial first line when a whole line follows it.
-    if (nl !== -1 && nl + 1 < page.length) start = nl + 1;
+    if (page[start - 1] !== 0x0a) {
+      const nl = page.indexOf(0x0a, start);
+      if (nl !== -1 && nl + 1 < page.length && nl + 1 - start <= OUTPUT_TAIL_BYTES / 2) start = nl + 1;
+      else startsMidLine = true;
+    }
   }
   let text = page.subarray(start).toString("utf8");
   const body = text.endsWith("\n") ? text.slice(0, -1) : text;
@@ -72,11 +82,12 @@ export function tailTruncate(page: Buffer): TailResult {
   for (let i = 0; i < body.length; i++) if (body.charCodeAt(i) === 10) lines++;
   if (lines + 1 > OUTPUT_TAIL_LINES) {
     truncated = true;
+    startsMidLine = false;
     let cut = body.length;
     for (let kept = 0; kept < OUTPUT_TAIL_LINES; kept++) cut = body.lastIndexOf("\n", cut - 1);
     text = text.slice(cut + 1);
   }
-  return { text, truncated };
+  return startsMidLine ? { text, truncated, startsMidLine } : { text, truncated };
 }
 
 /** The first ≤ 2,048 bytes of an output, cut on a character boundary. */

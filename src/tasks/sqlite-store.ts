@@ -1,6 +1,7 @@
-import { accessSync, appendFileSync, closeSync, constants as fsConstants, copyFileSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readSync, rmSync, statSync } from "node:fs";
+import { accessSync, closeSync, constants as fsConstants, copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { appendPrivate, ensurePrivateDir, openRegular, readAt, refuseLink, regularFileSize } from "../safe-fs.js";
 import type { ListFilter, ListPage, TaskStore } from "./store.js";
 import type { Owner, TaskRecord, TaskStatus } from "./types.js";
 import { ACTIVE_STATUSES } from "./types.js";
@@ -210,40 +211,22 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   appendOutput(id: string, chunk: Buffer): void {
-    appendFileSync(this.logPath(id), chunk);
+    appendPrivate(this.logPath(id), chunk);
   }
 
   outputSize(id: string): number {
-    const path = this.logPath(id);
-    try {
-      return statSync(path).size;
-    } catch {
-      return 0;
-    }
+    // A log that is a link (or anything but a regular file) holds nothing of the task's.
+    return regularFileSize(this.logPath(id));
   }
 
   readOutput(id: string, start: number, end: number): Buffer {
-    const path = this.logPath(id);
-    let fd: number;
+    const opened = openRegular(this.logPath(id));
+    if (!opened) return Buffer.alloc(0);
     try {
-      fd = openSync(path, "r");
-    } catch {
-      return Buffer.alloc(0);
-    }
-    try {
-      const size = fstatSync(fd).size;
-      const stop = Math.min(end, size);
-      if (stop <= start) return Buffer.alloc(0);
-      const buf = Buffer.alloc(stop - start);
-      let read = 0;
-      while (read < buf.length) {
-        const n = readSync(fd, buf, read, buf.length - read, start + read);
-        if (n === 0) break;
-        read += n;
-      }
-      return buf.subarray(0, read);
+      const stop = Math.min(end, opened.stat.size);
+      return stop <= start ? Buffer.alloc(0) : readAt(opened.fd, start, stop - start);
     } finally {
-      closeSync(fd);
+      closeSync(opened.fd);
     }
   }
 
@@ -326,19 +309,23 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   private open(): { db: Database.Database; writable: boolean } {
-    if (!existsSync(this.dataDir)) {
-      try {
-        mkdirSync(this.dataDir, { recursive: true });
-      } catch (err) {
-        if (!isReadOnlyError(err) && (err as NodeJS.ErrnoException).code !== "ENOENT") throw databaseError(this.dataDir, err);
-      }
+    // The runtime's own directories (0700, this user's, not links); logs are never followed as
+    // links. A directory that cannot be made or narrowed (a read-only mount) is read as it is.
+    let notWritable: string | undefined;
+    try {
+      ensurePrivateDir(this.dataDir);
+      notWritable = unwritable(this.dataDir);
+    } catch (err) {
+      if (!isReadOnlyError(err) && (err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+      notWritable = messageOf(err);
     }
-    const notWritable = unwritable(this.dataDir);
+    // SQLite follows links when it opens the database and its -wal/-shm/-journal files.
+    for (const file of [this.file, `${this.file}-wal`, `${this.file}-shm`, `${this.file}-journal`]) refuseLink(file);
     if (notWritable !== undefined) this.warn(`${this.dataDir}: cannot be written (${notWritable}); tasks can be listed and read, not started`);
     else {
       let db: Database.Database | undefined;
       try {
-        mkdirSync(this.logDir, { recursive: true });
+        ensurePrivateDir(this.logDir);
         db = openDatabase(this.file);
         db.pragma("journal_mode = WAL");
         // In WAL mode NORMAL still survives a killed process (the case that matters for a host);

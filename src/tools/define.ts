@@ -4,8 +4,8 @@ import { describeValue } from "./errors.js";
 import { toIdentifier } from "./identifiers.js";
 import { isPlainObject } from "./json.js";
 import { compileProjector, isZodObject, type Projector } from "./project.js";
-import { findSchemaKeyOutsideFull } from "./subset.js";
 import { jsonSchemaOf, RESULT_VIEW_PROPERTY, schemaView, type SchemaView } from "./schema.js";
+import { checkViewSchemas, type ResidualCheck } from "./view-schemas.js";
 import type { MaybePromise, ResultView, ToolContext, ToolDescriptor, ToolResult } from "./types.js";
 
 /** A tool as the runtime holds it: immutable, with everything per-call work needs precomputed. */
@@ -37,6 +37,8 @@ export interface ToolInternals {
   recordHasOutputKey: boolean;
   output?: ViewPlan;
   views?: Record<ResultView, ViewPlan>;
+  /** Parts of a compact result that compact ⊆ full could not be proven for at definition: checked per result. */
+  subsetChecks?: readonly ResidualCheck[];
   execute(input: unknown, ctx: ToolContext): unknown;
   toModelOutput?(record: unknown): unknown;
   toDetails?(record: unknown): unknown;
@@ -179,6 +181,7 @@ export function defineTool(def: unknown): Tool {
   const ownsResultView = Object.hasOwn(input._zod.def.shape, "result_view");
   let output: ViewPlan | undefined;
   let views: Record<ResultView, ViewPlan> | undefined;
+  let subsetChecks: ResidualCheck[] | undefined;
   if (def.output !== undefined) {
     output = plan(zodObject(where, "output", def.output), "output", "output");
   } else if (def.views !== undefined) {
@@ -191,8 +194,10 @@ export function defineTool(def: unknown): Tool {
       compact: plan(zodObject(where, "views.compact", def.views.compact), "views.compact", "compact view"),
       full: plan(zodObject(where, "views.full", def.views.full), "views.full", "full view"),
     };
-    const outside = findSchemaKeyOutsideFull(views.compact.schema, views.full.schema);
-    if (outside) fail(where, `"views.compact" declares ${outside}, which "views.full" does not: every compact field must be in the full view at the same path`);
+    // Seed 000: every compact field is in the full result at the same path with the same value.
+    const checked = checkViewSchemas(views.compact.zod, views.full.zod);
+    if (checked.problem) fail(where, checked.problem);
+    subsetChecks = checked.residuals;
   }
 
   const inputJsonSchema = jsonSchemaOf(input, "input", `${where}: "input"`);
@@ -221,6 +226,7 @@ export function defineTool(def: unknown): Tool {
     recordHasOutputKey: recordSchema !== undefined && Object.hasOwn(recordSchema._zod.def.shape, "output"),
     ...(output ? { output } : {}),
     ...(views ? { views } : {}),
+    ...(subsetChecks && subsetChecks.length > 0 ? { subsetChecks } : {}),
     execute: d.execute!,
     ...(d.toModelOutput ? { toModelOutput: d.toModelOutput } : {}),
     ...(d.toDetails ? { toDetails: d.toDetails } : {}),

@@ -12,7 +12,7 @@ export { approvalDigest, canonicalJson, digestOf } from "./canonical.js";
 export { assertViewSubset } from "./subset.js";
 export { renderDeclarations, DEFAULT_DECLARATIONS_BUDGET } from "./declarations.js";
 export { toIdentifier, closestNames } from "./identifiers.js";
-export { boundText, DEFAULT_OUTPUT_BUDGET } from "./budget.js";
+export { boundText, cutToBudget, pinnedText, isPinnedText, spillNote, DEFAULT_OUTPUT_BUDGET, type BoundOutput, type BoundText, type PinnedText } from "./budget.js";
 export { RESULT_VIEWS } from "./types.js";
 export { resolveSchemaPath, classifyViewPath, topLevelKeys, formatSegments, type PathSegment, type PathResolution, type ViewPathVerdict } from "./view-paths.js";
 export type {

@@ -1,11 +1,12 @@
 import * as zc from "zod/v4/core";
-import { boundText, validateBudget } from "./budget.js";
+import { boundText, isPinnedText, validateBudget, type BoundOutput } from "./budget.js";
 import { toolInternals, type Tool, type ToolInternals, type ViewPlan } from "./define.js";
 import { describeValue, messageOf, ToolError } from "./errors.js";
 import { formatIssues } from "./issues.js";
 import { isPlainObject, textOf } from "./json.js";
 import { asToolResult } from "./result.js";
 import { assertViewSubset } from "./subset.js";
+import { checkCompactResult } from "./view-schemas.js";
 import type { PostErrorEvent, ResultView, ToolCallResult, ToolContext, ToolHooks, ToolRef } from "./types.js";
 
 export interface InvokeOptions {
@@ -13,8 +14,16 @@ export interface InvokeOptions {
   hooks?: ToolHooks;
   /** Cap on the bytes of `content` (default 40,000). */
   outputBudget?: number;
-  /** Check "compact ⊆ full" on every call of a tool with views (costs a second projection). */
+  /**
+   * Also check "compact ⊆ full" against a second, whole projection of the other view on every
+   * call (a test-time aid: the definition-time check and the per-result check always run).
+   */
   development?: boolean;
+  /**
+   * How `content` over the budget is cut: head and tail kept, a marker naming where the whole text
+   * is. Default `boundText` (the same cut, no file); `createCodemode` passes one that writes a spill file.
+   */
+  boundOutput?: BoundOutput;
   /** The caller fixed the view (e.g. a pipeline step): a hook that changes it is denied. */
   pinnedResultView?: ResultView;
   /**
@@ -49,6 +58,9 @@ function checkOptions(options: unknown): Required<Pick<InvokeOptions, "ctx" | "o
       if (hook !== undefined && typeof hook !== "function") throw new TypeError(`${where}.hooks.${key} must be a function, received ${describeValue(hook)}`);
     }
   }
+  if (options.boundOutput !== undefined && typeof options.boundOutput !== "function") {
+    throw new TypeError(`${where}.boundOutput must be a function (text, budget, pinnedBytes) => { text, truncated, totalBytes }, received ${describeValue(options.boundOutput)}`);
+  }
   if (options.development !== undefined && typeof options.development !== "boolean") {
     throw new TypeError(`${where}.development must be a boolean, received ${describeValue(options.development)}`);
   }
@@ -65,6 +77,7 @@ function checkOptions(options: unknown): Required<Pick<InvokeOptions, "ctx" | "o
     ctx: ctx as unknown as ToolContext,
     outputBudget: validateBudget(options.outputBudget, `${where}.outputBudget`),
     development: options.development === true,
+    ...(typeof options.boundOutput === "function" ? { boundOutput: options.boundOutput as BoundOutput } : {}),
   };
 }
 
@@ -156,12 +169,22 @@ export function buildChannels(
   budget: number,
   development: boolean,
   programOnly = false,
+  bound: BoundOutput = boundText,
 ): ToolCallResult {
   const warnings: string[] = [];
   let structured: Record<string, unknown> | undefined;
   if (impl.views) {
     const selected = view ?? "compact";
     structured = projectView(tool, impl.views[selected], record);
+    // What the schemas could not prove at definition (unions and the like) is compared here, on
+    // those subtrees only: the rest of compact ⊆ full was settled when the tool was defined.
+    if (selected === "compact" && impl.subsetChecks) {
+      try {
+        checkCompactResult(impl.subsetChecks, structured, record);
+      } catch (err) {
+        throw new ToolError("tool_output_invalid", `tool "${tool.id}" compact view is not a subset of its full view: ${messageOf(err)}`, { reason: "view_not_subset" });
+      }
+    }
     if (development) {
       const other = projectView(tool, impl.views[selected === "compact" ? "full" : "compact"], record);
       try {
@@ -177,12 +200,19 @@ export function buildChannels(
   if (programOnly && structured !== undefined) return { content: [], structuredContent: structured };
 
   let text: string | undefined;
+  // Leading bytes a tool pinned (its status and usage lines): the cut falls after them.
+  let pinnedBytes = 0;
   if (overrides.modelOutput) {
     text = textOf(overrides.modelOutput.value);
   } else if (impl.toModelOutput) {
     try {
       const out = impl.toModelOutput(record);
-      if (out !== undefined && out !== null) text = textOf(out);
+      if (isPinnedText(out)) {
+        text = out.pinned + out.rest;
+        pinnedBytes = Buffer.byteLength(out.pinned);
+      } else if (out !== undefined && out !== null) {
+        text = textOf(out);
+      }
     } catch (err) {
       warnings.push(`tool "${tool.id}" toModelOutput failed (${messageOf(err)}); the model was sent the JSON result instead`);
     }
@@ -202,10 +232,13 @@ export function buildChannels(
     }
   }
 
-  const bounded = boundText(text, budget);
+  const bounded = bound(text, budget, pinnedBytes);
   const result: ToolCallResult = { content: [{ type: "text", text: bounded.text }] };
   if (structured !== undefined) result.structuredContent = structured;
-  if (bounded.truncated) warnings.push(`tool "${tool.id}" output was ${bounded.totalBytes} bytes; the model was sent the first part within the ${budget}-byte budget`);
+  if (bounded.truncated) {
+    const where = bounded.fullOutputPath !== undefined ? `; full output: ${bounded.fullOutputPath}` : "";
+    warnings.push(`tool "${tool.id}" output was ${bounded.totalBytes} bytes; the model was sent its head and tail within the ${budget}-byte budget${where}`);
+  }
   if (warnings.length > 0) {
     result.warnings = warnings;
     details = withWarnings(details, warnings);
@@ -295,7 +328,8 @@ export async function invokeTool(tool: Tool, input: unknown, options: InvokeOpti
     if (wrapped && wrapped.modelOutput !== undefined) overrides.modelOutput = { value: wrapped.modelOutput };
     if (wrapped && Object.hasOwn(wrapped, "details")) overrides.details = { value: wrapped.details };
     const programOnly = opts.audience === "program";
-    let result = buildChannels(tool, impl, record, view, overrides, opts.outputBudget, opts.development, programOnly);
+    const bound = opts.boundOutput ?? boundText;
+    let result = buildChannels(tool, impl, record, view, overrides, opts.outputBudget, opts.development, programOnly, bound);
     if (hooks?.postCall) {
       let decision: unknown;
       try {
@@ -324,7 +358,7 @@ export async function invokeTool(tool: Tool, input: unknown, options: InvokeOpti
           if (overrides.details) next.details = overrides.details;
         }
         if (decision.modelOutput !== undefined) next.modelOutput = { value: decision.modelOutput };
-        result = buildChannels(tool, impl, record, view, next, opts.outputBudget, opts.development, programOnly);
+        result = buildChannels(tool, impl, record, view, next, opts.outputBudget, opts.development, programOnly, bound);
       }
     }
     return result;

@@ -1,4 +1,4 @@
-import { boundText, DEFAULT_OUTPUT_BUDGET, validateBudget } from "./budget.js";
+import { boundText, DEFAULT_OUTPUT_BUDGET, validateBudget, type BoundOutput } from "./budget.js";
 import { describeValue, messageOf, ToolError } from "./errors.js";
 import { isPlainObject } from "./json.js";
 import { toolInternals, type Tool } from "./define.js";
@@ -38,18 +38,22 @@ export function asToolResult(value: unknown, options: { brandedOnly?: boolean } 
 }
 
 /**
- * The `isError` result a model sees for a failed call: the message as text and, for programs and
- * hosts, `{ error: { code, reason?, message } }`.
+ * The `isError` result a model sees for a failed call: the message as text (held to the budget by
+ * the same cut as any content) and, for programs and hosts, `{ error: { code, reason?, message,
+ * ...fields } }` — a ToolError's fields (e.g. `task_id`) travel there, not only in the prose.
  */
-export function errorResult(err: unknown, options: { outputBudget?: number } = {}): ToolCallResult {
+export function errorResult(err: unknown, options: { outputBudget?: number; boundOutput?: BoundOutput } = {}): ToolCallResult {
   const budget = validateBudget(options?.outputBudget, "errorResult: options.outputBudget");
+  const bound = options?.boundOutput ?? boundText;
+  if (typeof bound !== "function") throw new TypeError(`errorResult: options.boundOutput must be a function, received ${describeValue(bound)}`);
   const code = err instanceof ToolError ? err.code : "tool_failed";
   const message = messageOf(err);
   const error: Record<string, unknown> = { code };
   if (err instanceof ToolError && err.reason !== undefined) error.reason = err.reason;
   error.message = message;
+  if (err instanceof ToolError && err.fields !== undefined) Object.assign(error, err.fields);
   return {
-    content: [{ type: "text", text: boundText(message, budget).text }],
+    content: [{ type: "text", text: bound(message, budget).text }],
     structuredContent: { error },
     isError: true,
   };
@@ -70,7 +74,13 @@ export function guestValue(tool: Tool, result: ToolCallResult): unknown {
     const error = isPlainObject(result.structuredContent) ? result.structuredContent.error : undefined;
     if (isPlainObject(error) && typeof error.code === "string" && /^[a-z][a-z0-9_]*$/.test(error.code)) {
       const reason = typeof error.reason === "string" && error.reason !== "" ? error.reason : undefined;
-      throw new ToolError(error.code, typeof error.message === "string" ? error.message : text, reason ? { reason } : undefined);
+      // Extra snake_case string facts (task_id…) come back as the rejection's own fields.
+      const fields: Record<string, string> = {};
+      for (const [key, value] of Object.entries(error)) {
+        if (!["code", "reason", "message", "name"].includes(key) && /^[a-z][a-z0-9_]*$/.test(key) && typeof value === "string") fields[key] = value;
+      }
+      const extra = { ...(reason ? { reason } : {}), ...(Object.keys(fields).length > 0 ? { fields } : {}) };
+      throw new ToolError(error.code, typeof error.message === "string" ? error.message : text, Object.keys(extra).length > 0 ? extra : undefined);
     }
     throw new ToolError("tool_failed", text === "" ? `tool "${tool.id}" failed` : text);
   }

@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { detailRecord, statusSchema, taskRecordSchema, toSnake, usageLine, usageSchema } from "../ptc/records.js";
 import { TaskError, type FunctionAgent, type TaskHost, type TaskRecord } from "../tasks/index.js";
-import { defineTool, ToolError, type Tool, type ToolContext, type ToolHooks } from "../tools/index.js";
+import { defineTool, pinnedText, ToolError, type PinnedText, type Tool, type ToolContext, type ToolHooks } from "../tools/index.js";
 import { takeHead } from "../text.js";
 import type { WorkflowProblem } from "./definition.js";
 import { formatProblems } from "./report.js";
@@ -177,7 +177,7 @@ function preview(value: unknown): string {
   return head === text ? text : `${head}…`;
 }
 
-function modelText(r: Out): string {
+function modelText(r: Out): string | PinnedText {
   if (r.task_id === undefined) {
     const errors = (r.errors ?? []) as WorkflowProblem[];
     const warnings = r.warnings as WorkflowProblem[];
@@ -191,11 +191,12 @@ function modelText(r: Out): string {
   if (!r.outputs) {
     return `Started workflow task ${r.task_id} ("${label}"), status ${r.status}. Poll it with ptc_task_output({ task_id: "${r.task_id}" }): its output has one JSON line per node as it finishes; ptc_task_stop stops it and its running nodes.`;
   }
-  const lines = [`Workflow task ${r.task_id} ("${label}") ${r.status}: ${Object.keys(r.outputs).length} nodes.`, usageLine(r.usage)];
+  const lines: string[] = [];
   for (const line of r.nodes ?? []) {
     const kind = line.kind === "run-agent" ? `run-agent ${line.agent}` : `${line.kind}${line.view ? `, ${line.view} view` : ""}`;
     lines.push(`- ${line.node} (${kind}): ${preview(r.outputs[line.node])}`);
   }
   for (const w of r.warnings) lines.push(`warning: ${w.code}: ${w.message}`);
-  return lines.join("\n");
+  // The status and usage lines survive any cut of the budget; the node lines are what gets cut.
+  return pinnedText(`Workflow task ${r.task_id} ("${label}") ${r.status}: ${Object.keys(r.outputs).length} nodes.\n${usageLine(r.usage)}`, lines.join("\n"));
 }

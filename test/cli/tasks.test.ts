@@ -1,12 +1,11 @@
 // Subagents through the CLI: a run that fans out leaves its tasks in the data dir; `codemode tasks`
 // and `codemode task <id>` read them back, including tasks whose host was killed.
 import { spawn } from "node:child_process";
-import { mkdirSync, truncateSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CLI, ROOT, runCli, sourceTree, tempProject } from "../mcp/helpers.js";
 
-const FANOUT_CONFIG = join(ROOT, "examples", "fanout", "codemode.json");
 const FANOUT_MAIN = join(ROOT, "examples", "fanout", "main.js");
 
 const ID = /[0-9A-HJKMNP-TV-Z]{26}/g;
@@ -17,9 +16,15 @@ describe("codemode tasks / task after a fan-out run", () => {
   let cwd: string;
   let ids: string[];
 
+  const withConfig = (args: string[]) => [...args, "--config", "conf/codemode.json"];
+
   beforeAll(async () => {
+    // The example's configuration in a folder of its own: its data dir (a default, so next to
+    // the file) is this test's alone.
     cwd = sourceTree();
-    const run = await runCli(["run", "--config", FANOUT_CONFIG, FANOUT_MAIN], { cwd, env: { CODEMODE_PROGRESS: "1" } });
+    cpSync(join(ROOT, "examples", "fanout", "codemode.json"), join(cwd, "conf", "codemode.json"));
+    cpSync(join(ROOT, "examples", "fanout", "agents"), join(cwd, "conf", "agents"), { recursive: true });
+    const run = await runCli(withConfig(["run", FANOUT_MAIN]), { cwd, env: { CODEMODE_PROGRESS: "1" } });
     expect(run.code, run.stderr).toBe(0);
     // Progress lines (stderr is not a terminal, CODEMODE_PROGRESS=1): each task's final state at least.
     const finals = run.stderr.split("\n").filter((line) => line.includes("succeeded"));
@@ -31,7 +36,7 @@ describe("codemode tasks / task after a fan-out run", () => {
   });
 
   it("codemode tasks renders the table of what the run left in the data dir", async () => {
-    const result = await runCli(["tasks"], { cwd });
+    const result = await runCli(withConfig(["tasks"]), { cwd });
     expect(result.code).toBe(0);
     expect(result.stderr).toBe("");
     expect(normalize(result.stdout).split("\n").map((line) => line.replace(/ +/g, " "))).toEqual([
@@ -44,21 +49,21 @@ describe("codemode tasks / task after a fan-out run", () => {
   });
 
   it("--json gives the records (camelCase details); --status filters", async () => {
-    const json = JSON.parse((await runCli(["tasks", "--json"], { cwd })).stdout);
+    const json = JSON.parse((await runCli(withConfig(["tasks", "--json"]), { cwd })).stdout);
     expect(json.count).toBe(2);
     expect(json.tasks.map((t: { id: string; status: string; label: string; reportChannel: string; readOnlyTier: string }) => [t.id, t.status, t.label, t.reportChannel, t.readOnlyTier])).toEqual([
       [ids[0], "succeeded", "src/a", "prompt-json", "enforced"],
       [ids[1], "succeeded", "src/b", "prompt-json", "enforced"],
     ]);
-    expect(await runCli(["tasks", "--status", "failed,lost"], { cwd })).toEqual({ code: 0, stdout: "No failed or lost tasks.\n", stderr: "" });
+    expect(await runCli(withConfig(["tasks", "--status", "failed,lost"]), { cwd })).toEqual({ code: 0, stdout: "No failed or lost tasks.\n", stderr: "" });
     // --watch returns once nothing is queued or running.
-    const watch = await runCli(["tasks", "--watch", "--interval", "50ms"], { cwd });
+    const watch = await runCli(withConfig(["tasks", "--watch", "--interval", "50ms"]), { cwd });
     expect(watch.code).toBe(0);
-    expect(watch.stdout).toBe((await runCli(["tasks"], { cwd })).stdout);
+    expect(watch.stdout).toBe((await runCli(withConfig(["tasks"]), { cwd })).stdout);
   });
 
   it("codemode task <id> prints the output on stdout and status, usage and report on stderr", async () => {
-    const result = await runCli(["task", ids[0]!], { cwd });
+    const result = await runCli(withConfig(["task", ids[0]!]), { cwd });
     expect(result.code).toBe(0);
     expect(result.stdout).toBe(
       'src/a/x.ts: 2 lines\nsrc/a/y.ts: 1 lines\n```json\n{"summary":"2 files, 3 lines, 2 exports","findings":[{"what":"largest file","evidence":"src/a/x.ts (2 lines)"}],"files_touched":[]}\n```',
@@ -73,25 +78,25 @@ describe("codemode tasks / task after a fan-out run", () => {
         "",
       ].join("\n"),
     );
-    const json = JSON.parse((await runCli(["task", ids[1]!, "--json"], { cwd })).stdout);
+    const json = JSON.parse((await runCli(withConfig(["task", ids[1]!, "--json"]), { cwd })).stdout);
     expect(json.task.report).toEqual({ summary: "1 file, 3 lines, 0 exports", findings: [{ what: "largest file", evidence: "src/b/z.ts (3 lines)" }], files_touched: [], usage: { input: 0, output: 0, cost: 0, turns: 1 } });
     expect(json.output).toMatch(/^src\/b\/z\.ts: 3 lines\n/);
   });
 
   it("an unknown id exits 1 and says how to find ids; bad flags exit 2", async () => {
-    expect(await runCli(["task", "01NOPE"], { cwd })).toEqual({
+    expect(await runCli(withConfig(["task", "01NOPE"]), { cwd })).toEqual({
       code: 1,
       stdout: "",
       stderr: 'codemode task: unknown task id "01NOPE"; list task ids with ptc_task_list (from the command line: codemode tasks)\n',
     });
-    const bad = await runCli(["tasks", "--status", "runing"], { cwd });
+    const bad = await runCli(withConfig(["tasks", "--status", "runing"]), { cwd });
     expect(bad).toEqual({
       code: 2,
       stdout: "",
       stderr: 'codemode tasks: --status "runing" is not a task status; use one or more of queued, running, stopping, succeeded, failed, canceled, lost (comma-separated)\nRun codemode help for usage.\n',
     });
-    expect((await runCli(["task"], { cwd })).stderr).toBe("codemode task: give one task id (list them with codemode tasks), got none\nRun codemode help for usage.\n");
-    expect((await runCli(["tasks", "--limit", "0"], { cwd })).stderr).toBe('codemode tasks: --limit must be a whole number from 1 to 10000, got "0"\nRun codemode help for usage.\n');
+    expect((await runCli(withConfig(["task"]), { cwd })).stderr).toBe("codemode task: give one task id (list them with codemode tasks), got none\nRun codemode help for usage.\n");
+    expect((await runCli(withConfig(["tasks", "--limit", "0"]), { cwd })).stderr).toBe('codemode tasks: --limit must be a whole number from 1 to 10000, got "0"\nRun codemode help for usage.\n');
   });
 });
 

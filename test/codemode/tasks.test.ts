@@ -59,6 +59,16 @@ describe("createCodemode with subagents", () => {
     expect(result.structuredContent.value).toStrictEqual({ code: "task_failed", named: true, status: "failed", failure: true, partial: true, turns: 1 });
   });
 
+  it("a failed foreground child called as a model would (cm.callTool) carries its task id in structuredContent.error", async () => {
+    const cm = await open({ agentDirs: [], agents: [{ name: "crasher", description: "fails", driver: "function", run: async () => { throw new Error("disk full"); } }] });
+    const result = await cm.callTool("ptc_subagent", { agent: "crasher", task: "go" });
+    const id = cm.tasks.list().records[0]!.id;
+    const message = `subagent task ${id} (agent "crasher") failed: disk full; its output and usage stay readable with ptc_task_output({ task_id: "${id}" })`;
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toStrictEqual({ error: { code: "task_failed", message, task_id: id } });
+    expect(result.content).toStrictEqual([{ type: "text", text: message }]);
+  });
+
   it("refuses a blank task as invalid input", async () => {
     const cm = await open({ agentDirs: [], agents: [{ name: "a", description: "x", driver: "script", scriptCode: "text(1)" }] });
     const result = await cm.run(`try { await tools.ptc_subagent({ agent: "a", task: "   " }) } catch (e) { return [e.code, e.reason, e.message] }`);

@@ -28,6 +28,7 @@ describe("codemode mcp", () => {
     mkdirSync(join(cwd, ".codemode", "agents"), { recursive: true });
     writeFileSync(join(cwd, ".codemode", "agents", "shout.md"), "---\nname: shout\ndescription: upper-cases its task\ndriver: script\nscript: shout.js\n---\nShouts.\n");
     writeFileSync(join(cwd, ".codemode", "agents", "shout.js"), "text(task.toUpperCase() + '!')");
+    writeFileSync(join(cwd, ".codemode", "agents", "crash.md"), `---\nname: crash\ndescription: always fails\ndriver: command\ncommand: [${JSON.stringify(process.execPath)}, \"-e\", \"process.stderr.write('disk full'); process.exit(3)\"]\n---\nFails.\n`);
     ({ client, stderr } = await connect(cwd));
     // What the runtime itself offers a model, whatever it grows to: the server lists exactly that.
     const cm = await createCodemode({ workers: { min: 0 } });
@@ -141,6 +142,19 @@ return { before: before.count, handle: [handle.status, handle.report_channel, "u
     expect(result.structuredContent).toMatchObject({ status: "error", error: { kind: "exception", message: "ToolError: the warehouse is on fire" }, tool_calls: 1 });
   });
 
+  it("a failed foreground subagent is an isError result whose structuredContent.error carries its task id", async () => {
+    const result = await client.callTool({ name: "ptc_subagent", arguments: { agent: "crash", task: "go" } });
+    expect(result.isError).toBe(true);
+    const error = (result.structuredContent as { error: { task_id: string } }).error;
+    const id = error.task_id;
+    const message = `subagent task ${id} (agent "crash") failed: the command exited with code 3: disk full; its output and usage stay readable with ptc_task_output({ task_id: "${id}" })`;
+    expect(result.structuredContent).toStrictEqual({ error: { code: "task_failed", message, task_id: id } });
+    expect(text(result)).toBe(message);
+    // The id is the task's: its usage is readable with it.
+    const out = await client.callTool({ name: "ptc_task_output", arguments: { task_id: id } });
+    expect(out.structuredContent).toMatchObject({ task_id: id, status: "failed", report_channel: "none", usage: { input: 0, output: 0, cost: 0, turns: 0 } });
+  });
+
   it("a bad argument is an isError result that names the field and the expected type", async () => {
     const result = await client.callTool({ name: "ptc_run_code", arguments: { code: 42 } });
     expect(result.isError).toBe(true);
@@ -172,9 +186,10 @@ describe("codemode mcp --all-tools", () => {
       const names = tools.map((tool) => tool.name);
       expect(names).toEqual(expect.arrayContaining(["ptc_run_code", "tool_info", "read_file", "list_files", "search_files", "inventory.get_item", "inventory.list-skus"]));
       expect(names).not.toContain("write_file");
-      // A tool with result views accepts either view as its result.
+      // A tool with result views accepts either view as its result, or the error record of a failed call.
       const list = tools.find((tool) => tool.name === "list_files")!;
-      expect((list.outputSchema as { anyOf: unknown[] }).anyOf).toHaveLength(2);
+      const anyOf = (list.outputSchema as { anyOf: Array<{ required?: string[] }> }).anyOf;
+      expect([anyOf.length, anyOf[2]!.required]).toStrictEqual([3, ["error"]]);
       const result = await client.callTool({ name: "inventory.get_item", arguments: { sku: "B-2" } });
       expect(text(result)).toBe("bucket: 0 in stock");
       expect(result.structuredContent).toEqual({ sku: "B-2", name: "bucket", stock: 0, warehouse: "south" });

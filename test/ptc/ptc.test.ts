@@ -60,8 +60,9 @@ afterEach(async () => {
   await Promise.all(hosts.splice(0).map((h) => h.close()));
 });
 
-function setup(opts: { maxRunning?: number; store?: TaskStore } = {}) {
-  const host = new TaskHost({ store: opts.store ?? memoryTaskStore(), agents: new AgentRegistry({ agents: AGENTS, dirs: [] }), killGraceMs: 50, ...opts });
+function setup(opts: { maxRunning?: number; store?: TaskStore; agents?: AgentInput[] } = {}) {
+  const { agents = AGENTS, ...rest } = opts;
+  const host = new TaskHost({ store: opts.store ?? memoryTaskStore(), agents: new AgentRegistry({ agents, dirs: [] }), killGraceMs: 50, ...rest });
   hosts.push(host);
   const tools = Object.fromEntries(ptcTools(host).map((t) => [t.name, t])) as Record<string, Tool>;
   return { host, tools };
@@ -69,9 +70,9 @@ function setup(opts: { maxRunning?: number; store?: TaskStore } = {}) {
 
 const ctx = (depth = 0, taskId?: string): ToolContext => ({ signal: new AbortController().signal, callId: "c", runId: "r", depth, ...(taskId ? { taskId } : {}) });
 
-async function call(tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx()): Promise<ToolCallResult & { sc: Record<string, unknown> }> {
+async function call(tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx(), outputBudget?: number): Promise<ToolCallResult & { sc: Record<string, unknown> }> {
   // development: every call also checks that the compact view is a subset of the full view.
-  const r = await invokeTool(tool, input, { ctx: c, development: true });
+  const r = await invokeTool(tool, input, { ctx: c, development: true, ...(outputBudget !== undefined ? { outputBudget } : {}) });
   expect(JSON.parse(JSON.stringify(r.structuredContent))).toStrictEqual(r.structuredContent);
   return { ...r, sc: r.structuredContent! };
 }
@@ -304,19 +305,29 @@ describe("ptc_task_output", () => {
     assertViewSubset(r.sc, full.sc);
   });
 
-  it("truncated: tail only, a full log path, no preview", async () => {
+  it("truncated: the last 50 KB of a long last line, cut on a character and marked; a full log path, no preview", async () => {
     const { tools } = setup();
     const r0 = await call(tools.ptc_subagent!, { agent: "big", task: "b", result_view: "full" });
     const id = (r0.sc.task as { id: string }).id;
     const r = await call(tools.ptc_task_output!, { task_id: id });
     const total = 60 * 1024 + 5;
+    // The 60 KB line ends 5 bytes before the end: dropping it whole would leave "end\n" (4 bytes).
     expect(r.sc).toStrictEqual({
-      task_id: id, status: "succeeded", output: "end\n", output_bytes: total, output_truncated: true,
+      task_id: id, status: "succeeded", output: "x".repeat(50 * 1024 - 5) + "\nend\n", output_bytes: total, output_truncated: true,
       output_full_path: r.sc.output_full_path, report_channel: "none", usage: { input: 0, output: 0, cost: 0, turns: 0 },
     });
     expect(readFileSync(r.sc.output_full_path as string, "utf8")).toBe("x".repeat(60 * 1024) + "\nend\n");
     expect(Object.hasOwn(r.sc, "output_preview")).toBe(false);
-    expect(r.content[0]!.text).toContain(`[output cut to its last 4 bytes of ${total}; full log: ${r.sc.output_full_path}]`);
+    expect(r.content[0]!.text).toBe(
+      [
+        `Task ${id} (agent big, depth 1) succeeded, exit code 0`,
+        "usage: input=0 output=0 cost=0 turns=0",
+        `[output cut to its last 51200 bytes of ${total}, starting mid-line; full log: ${r.sc.output_full_path}]`,
+        "[the text below shows the last 32768 bytes of this page; structuredContent.output has all of it]",
+        "",
+        `…${"x".repeat(32768 - 5)}\nend\n`,
+      ].join("\n"),
+    );
   });
 
   it("canceled has usage; lost has neither usage nor report_channel", async () => {
@@ -402,5 +413,118 @@ describe("ptc_task_stop", () => {
       "task_illegal_transition",
       `task ${id} cannot go from "canceled" to "canceled": it has already ended (canceled); read its output with ptc_task_output or spawn a new task`,
     ]);
+  });
+});
+
+describe("what survives a cut of the text, and what each channel says", () => {
+  const LONG = "e".repeat(50_000);
+  const AGENTS_17: AgentInput[] = [
+    { name: "verbose", description: "d", driver: "function", run: async ({ emit }) => { emit({ type: "text", text: "partial " }); throw new Error(LONG); } },
+    // 2,032 bytes of stderr: the driver keeps its last 2,000 characters in the error message.
+    { name: "loud", description: "d", driver: "command", command: [process.execPath, "-e", "process.stderr.write('s'.repeat(2032)); process.exit(1)"] },
+    { name: "fenced", description: "d", driver: "function", run: async ({ emit }) => { emit({ type: "text", text: 'done\n```json\n{"summary":"s"}\n```\n' }); throw new Error("crashed after"); } },
+    { name: "eventful", description: "d", driver: "function", run: async ({ emit }) => { emit({ type: "report", report: { summary: "s" } }); emit({ type: "text", text: "x" }); throw new Error("crashed after"); } },
+    { name: "quietfail", description: "d", driver: "function", report: false, run: async () => { throw new Error("no"); } },
+    { name: "wait", description: "d", driver: "function", run: async ({ emit, signal }) => { emit({ type: "text", text: "w" }); await new Promise((_, rej) => signal.addEventListener("abort", () => rej(new Error("stopped")))); } },
+    { name: "readonly", description: "d", driver: "function", readOnly: true, run: async ({ emit }) => { emit({ type: "report", report: { summary: "ok", findings: [{ what: "w", evidence: "e" }], files_touched: ["a.ts"] } }); return "r"; } },
+  ];
+
+  async function failedTask(tools: Record<string, Tool>, agent: string): Promise<string> {
+    const err = await refusal(tools.ptc_subagent!, { agent, task: "go" });
+    return err.fields!.task_id!;
+  }
+
+  it("a 50,000-character error message is stored cut to 4 KiB, and the budget cuts the rest: the status and usage lines stay", async () => {
+    const { tools } = setup({ agents: AGENTS_17 });
+    const id = await failedTask(tools, "verbose");
+    const r = await call(tools.ptc_task_output!, { task_id: id }, ctx(), 3000);
+    const text = r.content[0]!.text;
+    expect(Buffer.byteLength(text)).toBe(3000);
+    // The record keeps the first 4,096 characters and says how many it cut; the budget then cuts the middle.
+    expect(text).toBe(
+      `Task ${id} (agent verbose, depth 1) failed, exit code 1\nusage: input=0 output=0 cost=0 turns=0\nerror: ${"e".repeat(1630)}` +
+        `\n\n[… 1337 of 4260 bytes of output cut; the full output was not saved …]\n\n${"e".repeat(1129)}… (45904 more characters cut)\n\npartial `,
+    );
+    expect(usageInText(r)).toStrictEqual(r.sc.usage);
+  });
+
+  it("a 2,032-character stderr under a 1,000-byte budget keeps the status and usage lines whole", async () => {
+    const { tools } = setup({ agents: AGENTS_17 });
+    const id = await failedTask(tools, "loud");
+    const r = await call(tools.ptc_task_output!, { task_id: id }, ctx(), 1000);
+    const pinned = `Task ${id} (agent loud, depth 1) failed, exit code 1\nusage: input=0 output=0 cost=0 turns=0\n`;
+    expect(r.content[0]!.text).toBe(
+      `${pinned}error: the command exited with code 1: ${"s".repeat(401)}\n\n[… 1229 of 2152 bytes of output cut; the full output was not saved …]\n\n${"s".repeat(370)}`,
+    );
+    // Any budget down to the minimum keeps the two lines whole, and never exceeds itself.
+    for (const budget of [256, 300, 400, 512, 777, 1000, 2048]) {
+      const cut = (await call(tools.ptc_task_output!, { task_id: id }, ctx(), budget)).content[0]!.text;
+      expect([cut.startsWith(pinned), Buffer.byteLength(cut) <= budget]).toStrictEqual([true, true]);
+    }
+  });
+
+  it("status lines read as English for every status", async () => {
+    const { host, tools } = setup({ agents: [...AGENTS_17, ...AGENTS], maxRunning: 1 });
+    const first = (r: ToolCallResult) => r.content[0]!.text.split("\n")[0];
+    const ok = await call(tools.ptc_subagent!, { agent: "echo", task: "hi" });
+    const okId = host.list().records[0]!.id;
+    expect(first(ok)).toBe(`Task ${okId} (agent echo, depth 1) succeeded, exit code 0`);
+    const failedId = await failedTask(tools, "quietfail");
+    expect(first(await call(tools.ptc_task_output!, { task_id: failedId }))).toBe(`Task ${failedId} (agent quietfail, depth 1) failed, exit code 1`);
+    const running = (await call(tools.ptc_subagent!, { agent: "wait", task: "w", background: true })).sc.task_id as string;
+    const queued = (await call(tools.ptc_subagent!, { agent: "wait", task: "q", background: true })).sc.task_id as string;
+    expect(first(await call(tools.ptc_task_output!, { task_id: running }))).toBe(`Task ${running} (agent wait, depth 1) is running`);
+    expect(first(await call(tools.ptc_task_output!, { task_id: queued }))).toBe(`Task ${queued} (agent wait, depth 1) is queued`);
+    await call(tools.ptc_task_stop!, { task_id: queued });
+    expect(first(await call(tools.ptc_task_output!, { task_id: queued }))).toBe(`Task ${queued} (agent wait, depth 1) was canceled`);
+    const stopped = await call(tools.ptc_task_stop!, { task_id: running, reason: "enough" });
+    expect(stopped.content[0]!.text).toBe(`Stopped task ${running} (agent wait): running → canceled\nusage: input=0 output=0 cost=0 turns=0\nstop reason: enough`);
+    expect(first(await call(tools.ptc_task_output!, { task_id: running }))).toBe(`Task ${running} (agent wait, depth 1) was canceled, exit code 1`);
+    const store = memoryTaskStore();
+    store.insert({
+      id: "01ARZ3NDEKTSV4RRFFQ69G5FAX", agent: "echo", driver: "function", task: "t", label: "t", depth: 1, background: true,
+      cwd: "/", status: "running", owner: { pid: 2 ** 22 + 1, startTime: "proc:1" }, createdAt: 0, startedAt: 0, outputBytes: 0,
+    });
+    const lost = setup({ store });
+    const text = (await call(lost.tools.ptc_task_output!, { task_id: "01ARZ3NDEKTSV4RRFFQ69G5FAX" })).content[0]!.text;
+    expect(text.split("\n").slice(0, 3)).toStrictEqual([
+      "Task 01ARZ3NDEKTSV4RRFFQ69G5FAX (agent echo, depth 1) was lost (host_exited_while_running)",
+      "usage: not recorded",
+      `error: the host (pid ${2 ** 22 + 1}) exited while the task was running; its output so far is kept — read it with ptc_task_output, or spawn the task again`,
+    ]);
+    expect(/\bis (succeeded|failed|canceled|lost)\b/.test(text)).toBe(false);
+  });
+
+  it("a failed task's channel says what was stored: no report, so none (or opted-out)", async () => {
+    const { tools } = setup({ agents: AGENTS_17 });
+    for (const [agent, channel] of [["fenced", "none"], ["eventful", "none"], ["quietfail", "opted-out"]] as const) {
+      const id = await failedTask(tools, agent);
+      const out = await call(tools.ptc_task_output!, { task_id: id });
+      expect([out.sc.status, out.sc.report_channel, Object.hasOwn(out.sc, "report")]).toStrictEqual(["failed", channel, false]);
+    }
+  });
+
+  it("details are camelCase at every depth; the report inside keeps its wire shape, the same in every channel", async () => {
+    const { tools } = setup({ agents: AGENTS_17 });
+    const r = await call(tools.ptc_subagent!, { agent: "readonly", task: "go" });
+    const task = (r.details as { task: Record<string, unknown> }).task;
+    const snakeKeys: string[] = [];
+    const walk = (value: unknown, path: string): void => {
+      if (value === null || typeof value !== "object") return;
+      for (const [key, item] of Object.entries(value)) {
+        if (/_/.test(key)) snakeKeys.push(`${path}.${key}`);
+        if (key !== "report") walk(item, `${path}.${key}`);
+      }
+    };
+    walk(r.details, "details");
+    expect(snakeKeys).toStrictEqual([]);
+    expect(task.report).toStrictEqual(r.sc.report);
+    expect(task.report).toStrictEqual({ summary: "ok", findings: [{ what: "w", evidence: "e" }], files_touched: ["a.ts"], usage: { input: 0, output: 0, cost: 0, turns: 0 } });
+  });
+
+  it("a read-only function agent is advisory: it is host code, which no wall confines", async () => {
+    const { tools } = setup({ agents: AGENTS_17 });
+    const r = await call(tools.ptc_subagent!, { agent: "readonly", task: "go" });
+    expect([r.sc.read_only_tier, (r.details as { task: Record<string, unknown> }).task.readOnlyTier]).toStrictEqual(["advisory", "advisory"]);
   });
 });

@@ -89,7 +89,7 @@ describe("TaskHost with the function driver", () => {
     expect(host.get(err.taskId!)!.errorMessage).toBe("exited 0 without any final output");
   });
 
-  it("stores a report only on success, from a trailing json fence (prompt-json)", async () => {
+  it("stores a report only on success, from a trailing json fence (prompt-json); a failed child's channel says nothing was stored", async () => {
     const text = 'All good.\n```json\n{"summary":"s","findings":[{"what":"w","evidence":"e"}]}\n```\n';
     const host = makeHost([
       { name: "pj", description: "d", driver: "function", run: async () => text },
@@ -101,9 +101,39 @@ describe("TaskHost with the function driver", () => {
     expect(ok.report).toStrictEqual({ summary: "s", findings: [{ what: "w", evidence: "e" }], files_touched: [], usage: { input: 0, output: 0, cost: 0, turns: 0 } });
     const err = await rejection(host.spawn({ agent: "pjfail", task: "t" }));
     const failed = host.get(err.taskId!)!;
-    expect([failed.status, failed.reportChannel, Object.hasOwn(failed, "report"), failed.errorMessage]).toStrictEqual(["failed", "prompt-json", false, "boom"]);
+    // Its final text ends with the same fenced report, but a failed task stores no report: "none".
+    expect([failed.status, failed.reportChannel, Object.hasOwn(failed, "report"), failed.errorMessage]).toStrictEqual(["failed", "none", false, "boom"]);
     const opted = await host.spawn({ agent: "quiet", task: "t" });
     expect([opted.reportChannel, Object.hasOwn(opted, "report")]).toStrictEqual(["opted-out", false]);
+  });
+
+  it("a failed child's report channel says what was stored: a report event or fence on failure stores none", async () => {
+    const host = makeHost([
+      { name: "eventful", description: "d", driver: "function", run: async ({ emit }) => { emit({ type: "report", report: { summary: "s" } }); emit({ type: "text", text: "x" }); throw new Error("crash"); } },
+      { name: "quietfail", description: "d", driver: "function", report: false, run: async () => { throw new Error("crash"); } },
+    ]);
+    for (const [agent, channel] of [["eventful", "none"], ["quietfail", "opted-out"]] as const) {
+      const failed = host.get((await rejection(host.spawn({ agent, task: "t" }))).taskId!)!;
+      expect([failed.status, failed.reportChannel, Object.hasOwn(failed, "report")]).toStrictEqual(["failed", channel, false]);
+    }
+  });
+
+  it("tags read-only agents enforced only where the host is their one way to act (script, openai)", async () => {
+    const host = makeHost([
+      { name: "fn", description: "d", driver: "function", readOnly: true, run: async () => "ok" },
+      { name: "cmd", description: "d", driver: "command", readOnly: true, command: [process.execPath, "-e", ""] },
+      { name: "scr", description: "d", driver: "script", readOnly: true, scriptCode: "text('x')" },
+      { name: "oai", description: "d", driver: "openai", readOnly: true, model: "m", baseUrl: "http://127.0.0.1:9" },
+      { name: "rw", description: "d", driver: "function", run: async () => "ok" },
+    ]);
+    const tiers: Record<string, string | undefined> = {};
+    for (const agent of ["fn", "cmd", "scr", "oai", "rw"]) {
+      const rec = await host.spawn({ agent, task: "t", background: true });
+      tiers[agent] = rec.readOnlyTier;
+      await host.wait(rec.id);
+    }
+    // A function is host code and a command its own process: nothing confines either, so "advisory".
+    expect(tiers).toStrictEqual({ fn: "advisory", cmd: "advisory", scr: "enforced", oai: "enforced", rw: undefined });
   });
 
   it("refuses depth 4 and allows depth 3", async () => {

@@ -108,26 +108,24 @@ describe("result views", () => {
     expect(result.structuredContent).toStrictEqual(FULL);
   });
 
-  it("development mode rejects a record whose compact view is not a subset of its full view", async () => {
-    // Both views declare `count` (so defineTool's key check passes), but only compact defaults it.
-    const compact = z.object({ id: z.string(), count: z.number().default(0) });
-    const full = z.object({ id: z.string(), count: z.number().optional() });
-    const tool = defineTool({
-      name: "leaky",
-      description: "Compact defaults a field the full view leaves out.",
-      input: z.object({}),
-      views: { compact, full },
-      execute: () => ({ id: "a" }),
-    });
-    const err = await rejection(invokeTool(tool, {}, { ctx: ctx(), development: true }));
-    expect({ code: err.code, reason: err.reason, message: err.message }).toStrictEqual({
-      code: "tool_output_invalid",
-      reason: "view_not_subset",
-      message: 'tool "leaky" compact view is not a subset of its full view: compact view has $.count, the full view does not',
-    });
-    // Outside development mode the check is the test helper's job, not every call's.
-    const result = await invokeTool(tool, {}, { ctx: ctx() });
-    expect(result.structuredContent).toStrictEqual({ id: "a", count: 0 });
+  it("refuses, on every call, a compact result that is not a subset of the full one where the schemas could not prove it", async () => {
+    // Two different unions: defineTool cannot pair their options, so this subtree is checked per result.
+    const compact = z.object({ id: z.string(), v: z.union([z.object({ a: z.string(), b: z.string() }), z.string()]) });
+    const full = z.object({ id: z.string(), v: z.union([z.object({ a: z.string() }), z.string()]) });
+    let record: Record<string, unknown> = { id: "a", v: { a: "x", b: "y" } };
+    const tool = defineTool({ name: "leaky", description: "Compact keeps a key the full union drops.", input: z.object({}), views: { compact, full }, execute: () => record });
+    for (const development of [false, true]) {
+      const err = await rejection(invokeTool(tool, {}, { ctx: ctx(), development }));
+      expect({ code: err.code, reason: err.reason, message: err.message }).toStrictEqual({
+        code: "tool_output_invalid",
+        reason: "view_not_subset",
+        message: 'tool "leaky" compact view is not a subset of its full view: compact view has $.v.b, the full view does not',
+      });
+    }
+    // The full view itself is fine, and a record the promise holds for passes.
+    expect((await invokeTool(tool, { result_view: "full" }, { ctx: ctx() })).structuredContent).toStrictEqual({ id: "a", v: { a: "x" } });
+    record = { id: "a", v: "plain" };
+    expect((await invokeTool(tool, {}, { ctx: ctx() })).structuredContent).toStrictEqual({ id: "a", v: "plain" });
   });
 });
 
@@ -510,15 +508,15 @@ describe("model output (seed 002)", () => {
     expect([r2.content[0]!.text, r2.structuredContent]).toStrictEqual(["ok", { output: "stdout", details: "exit 0" }]);
   });
 
-  it("bounds content by the output budget: head plus a marker, never over budget, never splitting a character", async () => {
+  it("bounds content by the output budget: head and tail with a marker, never over budget, never splitting a character", async () => {
     const long = "é".repeat(400) + "tail";
     const tool = defineTool({ name: "long", description: "Long text.", input: z.object({}), execute: () => long });
     const result = await invokeTool(tool, {}, { ctx: ctx(), outputBudget: 300 });
     const text = result.content[0]!.text;
-    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(300);
-    expect(text).toBe(`${"é".repeat(125)}\n[… output truncated: showing 250 of 804 bytes]`);
+    expect(Buffer.byteLength(text)).toBe(299);
+    expect(text).toBe(`${"é".repeat(67)}\n\n[… 580 of 804 bytes of output cut; the full output was not saved …]\n\n${"é".repeat(43)}tail`);
     expect(result.details).toBe(long);
-    expect(result.warnings).toStrictEqual(['tool "long" output was 804 bytes; the model was sent the first part within the 300-byte budget']);
+    expect(result.warnings).toStrictEqual(['tool "long" output was 804 bytes; the model was sent its head and tail within the 300-byte budget']);
   });
 });
 

@@ -139,14 +139,15 @@ describe("projectViews / assertToolViews", () => {
   });
 
   it("name the tool and the path when a record breaks the promise", () => {
+    // Unions the definition cannot pair: the promise depends on the record.
     const tool = defineTool({
       name: "drifting",
-      description: "Compact defaults a field that full leaves out.",
+      description: "Compact keeps a key that the full union drops.",
       input: z.object({}),
-      views: { compact: z.object({ n: z.number().default(1) }), full: z.object({ n: z.number().optional() }) },
+      views: { compact: z.object({ n: z.union([z.object({ a: z.number(), b: z.number() }), z.number()]) }), full: z.object({ n: z.union([z.object({ a: z.number() }), z.number()]) }) },
       execute: () => ({}),
     });
-    expect(() => assertToolViews(tool, {})).toThrow(new Error('tool "drifting": compact view has $.n, the full view does not'));
+    expect(() => assertToolViews(tool, { n: { a: 1, b: 2 } })).toThrow(new Error('tool "drifting": compact view has $.n.b, the full view does not'));
     expect(() => assertToolViews(tool, { n: 2 })).not.toThrow();
     expect(() => projectViews(tool, { n: "x" })).toThrow(ToolError);
     const single = defineTool({ name: "single", description: "d", input: z.object({}), output: z.object({}), execute: () => ({}) });

@@ -111,14 +111,14 @@ describe("toolResult and boundText", () => {
     expect(() => toolResult(1, { modelOutput: 2 as never })).toThrow(new TypeError('toolResult: "modelOutput" must be a string, received number'));
   });
 
-  it("boundText keeps text within the budget and says what was cut", () => {
+  it("boundText keeps head and tail within the budget and says what was cut", () => {
     expect(boundText("short", 300)).toStrictEqual({ text: "short", truncated: false, totalBytes: 5 });
     const cut = boundText("a".repeat(1000), 300);
     // The marker is sized for the longest number it could print, so the text may end a byte short.
-    expect(cut.text).toBe(`${"a".repeat(249)}\n[… output truncated: showing 249 of 1000 bytes]`);
+    expect(cut).toStrictEqual({ text: `${"a".repeat(133)}\n\n[… 777 of 1000 bytes of output cut; the full output was not saved …]\n\n${"a".repeat(90)}`, truncated: true, totalBytes: 1000 });
     expect(Buffer.byteLength(cut.text)).toBe(299);
     // Four-byte characters are never split.
     const emoji = boundText("😀".repeat(100), 300);
-    expect(emoji.text).toBe(`${"😀".repeat(62)}\n[… output truncated: showing 248 of 400 bytes]`);
+    expect(emoji.text).toBe(`${"😀".repeat(33)}\n\n[… 176 of 400 bytes of output cut; the full output was not saved …]\n\n${"😀".repeat(23)}`);
   });
 });

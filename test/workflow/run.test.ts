@@ -215,6 +215,7 @@ describe("the end-to-end workflow", () => {
     expect((result.structuredContent as { error: { code: string; message: string } }).error).toStrictEqual({
       code: "workflow_failed",
       message: `workflow "workflow" (task ${record!.id}) was canceled (the calling program was cancelled): 0 of 1 nodes had succeeded; its node lines and usage stay readable with ptc_task_output({ task_id: "${record!.id}" })`,
+      task_id: record!.id,
     });
     expect(record!.usage).toStrictEqual({ input: 40, output: 4, cost: 0.5, turns: 1 });
   });
@@ -402,6 +403,10 @@ describe("scheduling", () => {
       error: {
         code: "workflow_failed",
         message: `workflow "workflow" (task ${id}) failed: node "a" failed (task_failed): subagent task ${failed.id} (agent "failing") failed: the disk is full; its output and usage stay readable with ptc_task_output({ task_id: "${failed.id}" }); 1 node was skipped; its node lines and usage stay readable with ptc_task_output({ task_id: "${id}" })`,
+        // The rejection's fields travel in the structured error too: no id has to be parsed from prose.
+        task_id: id,
+        node: "a",
+        node_code: "task_failed",
       },
     });
     expect(f.agentRuns.sort()).toStrictEqual(["independent", "try"]);
