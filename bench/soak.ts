@@ -31,6 +31,8 @@ export interface SoakReport {
   moduleAborts: number;
   rssAfter100: number;
   rssAtEnd: number;
+  /** Workers replaced because they held more memory than warm sessions may keep (engine internals). */
+  workersReplaced: number;
   finalBenignOk: boolean;
 }
 
@@ -240,6 +242,7 @@ export async function soak(options: { runs: number; seed?: number; concurrency?:
       moduleAborts,
       rssAfter100,
       rssAtEnd: end.rssMiB,
+      workersReplaced: (cm as unknown as { engine: { workersReplaced: number } }).engine.workersReplaced,
       finalBenignOk: final.structuredContent.status === "ok" && final.structuredContent.value === true,
     };
   } finally {

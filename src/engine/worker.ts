@@ -64,8 +64,9 @@ function drop(instance: WasmInstance): void {
 }
 
 /**
- * This thread's own heap once it finished starting (the layout probe included): what its runs
- * add to it is held too. Not counted before then, or start-up would count as held.
+ * This thread's own heap once it finished starting (the layout probe included): what runs add to
+ * it is held too (a text flood grew it by ~15 MiB, most of it young generation that V8 shrinks
+ * only seconds later). Not counted before then, or start-up would count as held.
  */
 let baseHeap: number | undefined;
 

@@ -118,11 +118,11 @@ describe("an upstream server that dies mid-session", () => {
 });
 
 const MISBEHAVING_SERVER = join(ROOT, "test", "mcp", "fixtures", "misbehaving-server.mjs");
-const hostile = (mode = "", env: Record<string, string> = {}) => ({ command: process.execPath, args: [MISBEHAVING_SERVER], env: { MISBEHAVE: mode, ...env } });
+const misbehaving = (mode = "", env: Record<string, string> = {}) => ({ command: process.execPath, args: [MISBEHAVING_SERVER], env: { MISBEHAVE: mode, ...env } });
 
 describe("a hostile upstream server", () => {
   it("one that always returns nextCursor is read for at most maxListPages pages; start-up ends and the tools so far are bound", async () => {
-    const upstreams = await connectUpstreams({ loop: hostile("endless-cursor") }, { maxListPages: 25 });
+    const upstreams = await connectUpstreams({ loop: misbehaving("endless-cursor") }, { maxListPages: 25 });
     try {
       expect(upstreams.servers).toEqual([{ name: "loop", status: "connected", tools: Array.from({ length: 25 }, (_, i) => `t${i + 1}`) }]);
       expect(upstreams.warnings).toEqual(['MCP server "loop": listing its tools stopped because it still returned nextCursor after 25 pages; the 25 tools listed so far are bound']);
@@ -132,7 +132,7 @@ describe("a hostile upstream server", () => {
   });
 
   it("one whose later page never answers is bounded by one start-up deadline for all pages together", async () => {
-    const upstreams = await connectUpstreams({ stall: hostile("stall-page-2") }, { startupTimeoutMs: 1500 });
+    const upstreams = await connectUpstreams({ stall: misbehaving("stall-page-2") }, { startupTimeoutMs: 1500 });
     try {
       expect(upstreams.servers).toEqual([{ name: "stall", status: "connected", tools: ["first"] }]);
       expect(upstreams.warnings).toEqual(['MCP server "stall": listing its tools stopped at page 2 (MCP error -32001: Request timed out); the 1 tools of the first 1 pages are bound']);
@@ -142,7 +142,7 @@ describe("a hostile upstream server", () => {
   });
 
   it("an answer over the message limit fails that call only; the server stays connected for the next call", async () => {
-    const upstreams = await connectUpstreams({ fs: hostile() }, { maxMessageBytes: 1024 * 1024 });
+    const upstreams = await connectUpstreams({ fs: misbehaving() }, { maxMessageBytes: 1024 * 1024 });
     const cm = await createCodemode({ tools: upstreams.tools, agentDirs: [], workers: { min: 0 } });
     try {
       const result = await cm.run(`
@@ -163,7 +163,7 @@ describe("a hostile upstream server", () => {
   });
 
   it("counts a tool as read-only only when the server annotates it so or the configuration lists it", async () => {
-    const upstreams = await connectUpstreams({ fs: { ...hostile(), readOnlyTools: ["list_dir"] } });
+    const upstreams = await connectUpstreams({ fs: { ...misbehaving(), readOnlyTools: ["list_dir"] } });
     try {
       expect(upstreams.readOnlyTools).toEqual(["fs.read_file", "fs.list_dir"]);
     } finally {
@@ -176,7 +176,7 @@ describe("allow-lists and the read-only tier against upstream tools with workspa
   it("a read-only script agent allowed read_file gets the workspace's, never an upstream server's; an annotated upstream tool it names is allowed", async () => {
     const root = mkdtempSync(join(tmpdir(), "ro-agent-"));
     writeFileSync(join(root, "note.txt"), "workspace note\n");
-    const upstreams = await connectUpstreams({ fs: hostile() });
+    const upstreams = await connectUpstreams({ fs: misbehaving() });
     const program = `
       const out = {};
       for (const [name, call] of Object.entries({
