@@ -57,3 +57,11 @@ export function messageOf(err: unknown): string {
   }
   return String(err);
 }
+
+type WellFormedString = string & { isWellFormed(): boolean; toWellFormed(): string };
+
+/** Text for a model as well-formed Unicode: each lone surrogate becomes U+FFFD (native in Node 20). */
+export function wellFormed(text: string): string {
+  const s = text as WellFormedString;
+  return s.isWellFormed() ? text : s.toWellFormed();
+}

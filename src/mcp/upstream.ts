@@ -1,7 +1,8 @@
 // Upstream MCP servers (codemode.json `mcpServers`): each is started as a stdio client with the
 // official SDK and every tool it lists becomes a runtime Tool with `namespace: <server>`, so a
-// program calls it as `await tools.<server>.<tool>(args)`. A tool with an `outputSchema` gives
-// programs its `structuredContent`; one without gives its text; an `isError` result rejects.
+// program calls it as `await tools.<server>.<tool>(args)`. Programs get a call's
+// `structuredContent` whenever the server sent one (with or without an `outputSchema`), else its
+// text; an `isError` result rejects.
 // A server that fails to start costs a warning, never the whole runtime.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -207,7 +208,7 @@ function upstreamTool(server: string, client: Client, state: ServerState, spec: 
   const input = convert(spec.inputSchema);
   const output = spec.outputSchema ? convert(spec.outputSchema) : undefined;
   if (spec.outputSchema && !output) {
-    warnings.push(`MCP server "${server}": the outputSchema of tool "${spec.name}" cannot be converted to a zod object; programs get its text instead of structuredContent`);
+    warnings.push(`MCP server "${server}": the outputSchema of tool "${spec.name}" cannot be converted to a zod object; its results reach programs unchecked`);
   }
 
   const call = async (args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> => {
@@ -236,13 +237,13 @@ function upstreamTool(server: string, client: Client, state: ServerState, spec: 
 
   if (!input) {
     // Not expressible in zod: bind it as given (the server validates its own input).
-    if (output) warnings.push(`MCP server "${server}": the inputSchema of tool "${spec.name}" cannot be converted; it is passed through unchecked and its output is text`);
+    if (output) warnings.push(`MCP server "${server}": the inputSchema of tool "${spec.name}" cannot be converted; it is passed through unchecked and its output is not checked`);
     return toTool({
       name: spec.name,
       namespace: server,
       description,
       inputSchema: spec.inputSchema as Record<string, unknown>,
-      execute: async (args: Record<string, unknown>, ctx: { signal: AbortSignal }) => resultText(await call(args, ctx.signal)),
+      execute: async (args: Record<string, unknown>, ctx: { signal: AbortSignal }) => untypedResult(await call(args, ctx.signal)),
     });
   }
   if (output) {
@@ -267,8 +268,15 @@ function upstreamTool(server: string, client: Client, state: ServerState, spec: 
     namespace: server,
     description,
     input,
-    execute: async (args, ctx) => resultText(await call(args as Record<string, unknown>, ctx.signal)),
+    execute: async (args, ctx) => untypedResult(await call(args as Record<string, unknown>, ctx.signal)),
   });
+}
+
+/** A result of a tool without a usable output schema: its structuredContent for programs when it sent one (the text for the model), else its text. */
+function untypedResult(result: CallToolResult): unknown {
+  const text = resultText(result);
+  if (result.structuredContent === undefined || result.structuredContent === null) return text;
+  return toolResult(result.structuredContent, text === "" ? {} : { modelOutput: text });
 }
 
 /** A JSON Schema as a zod object, or undefined when zod cannot express it (refs, odd shapes). */

@@ -22,11 +22,12 @@ describe("codemode run", () => {
     expect(result.stderr).toBe("");
     const out = JSON.parse(result.stdout);
     expect(Object.keys(out)).toEqual(["content", "structuredContent", "details"]);
-    expect(out.content).toEqual([{ type: "text", text: "alpha" }]);
+    // The return value is not shown because the program printed; the model is told so.
+    expect(out.content).toEqual([{ type: "text", text: "alpha\n\nWarnings:\n- the return value (1 bytes of JSON) is not shown because the program printed with text(); text() it to see it here" }]);
     expect(out.structuredContent).toMatchObject({ status: "ok", value: 1, tool_calls: 1 });
     expect(out.details.console).toEqual([{ level: "warn", text: "read a.txt" }]);
     expect(out.details.calls).toMatchObject([{ id: 1, tool: "read_file", args: '{"path":"a.txt"}', status: "ok" }]);
-    expect(out.details.warnings).toEqual([]);
+    expect(out.details.warnings).toEqual(["the return value (1 bytes of JSON) is not shown because the program printed with text(); text() it to see it here"]);
   });
 
   it("a failed program exits 1 with the failure and the receipt on stderr", async () => {
@@ -35,7 +36,7 @@ describe("codemode run", () => {
       code: 1,
       stdout: "",
       stderr:
-        "Script failed (exception): TypeError: cannot read property 'x' of null (line 3, column 5)\n\npartial\n\nTool calls made before the failure (not undone):\n- tools.list_files: ok\n",
+        "Script failed (exception): TypeError: cannot read property 'x' of null (line 3, column 5)\n3 | null.x;\n  |     ^\n\npartial\n\nTool calls made before the failure (not undone):\n- tools.list_files: ok\n",
     });
   });
 
@@ -159,7 +160,7 @@ describe("codemode init and help", () => {
       workspace: { write: false },
       mcpServers: {},
     });
-    expect(await runCli(["run", "hello.js"], { cwd })).toEqual({ code: 0, stdout: "This directory has 2 files at its top level.\n", stderr: "" });
+    expect(await runCli(["run", "hello.js"], { cwd })).toEqual({ code: 0, stdout: "This directory has 2 files at its top level.\n\nWarnings:\n- the return value (11 bytes of JSON) is not shown because the program printed with text(); text() it to see it here\n", stderr: "" });
     // The sample agent runs: a read-only script agent over the workspace.
     writeFileSync(join(cwd, "README.md"), "# hello\n\nworld\n");
     const spawned = await runCli(["run", "-"], {

@@ -16,6 +16,10 @@ describe("examples", () => {
         "- Sandbox limits [runtime, limits]: 26 words",
         "- Subagents [tasks, runtime]: 15 words",
         'tool_failed: no note "n99"; ids are n1, n2, n3, n4',
+        // The program returns a value for --json; the model is told it is not shown.
+        "",
+        "Warnings:",
+        "- the return value (19 bytes of JSON) is not shown because the program printed with text(); text() it to see it here",
         "",
       ].join("\n"),
       stderr: "",
@@ -42,6 +46,9 @@ describe("examples", () => {
         "total: 3 files, 6 lines, 0 failed",
         "usage (host-counted): 2 turns, 0 input tokens, $0.0000",
         "",
+        "Warnings:",
+        "- the return value (68 bytes of JSON) is not shown because the program printed with text(); text() it to see it here",
+        "",
       ].join("\n"),
       stderr: "",
     });
@@ -59,6 +66,9 @@ describe("examples", () => {
         // input tokens: ceil(bytes / 4) per file (33, 23 and 15 bytes) = 9 + 6 + 4; 10 output tokens per file;
         // priced by the agent's prices ($3 / $15 per million): 19 × 3e-6 + 30 × 15e-6 ≈ $0.0005.
         "usage (host-counted): 2 turns, 19 input tokens, $0.0005",
+        "",
+        "Warnings:",
+        "- the return value (76 bytes of JSON) is not shown because the program printed with text(); text() it to see it here",
         "",
       ].join("\n"),
       stderr: "",
