@@ -17,6 +17,16 @@ export interface McpServerConfig {
   env: Record<string, string>;
   /** Working directory of the server process (absolute; default the configuration's directory). */
   cwd: string;
+  /** Tools of this server (names as it lists them) that never change anything, besides those it annotates `readOnlyHint`. */
+  readOnlyTools?: string[];
+}
+
+/** The `tasks` section: limits of the subagents this configuration's runtime hosts. */
+export interface TasksConfig {
+  /** Output one task may store, in bytes. */
+  maxOutputBytes?: number;
+  /** Directories (absolute) a task's `cwd` may be in, besides the working directory. */
+  cwdRoots?: string[];
 }
 
 export interface CodemodeConfig {
@@ -34,14 +44,15 @@ export interface CodemodeConfig {
    * mcp: the file's folder).
    */
   workspace: false | { write: boolean; root?: string };
+  tasks: TasksConfig;
 }
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
-const TOP_KEYS = ["$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace"];
-const SERVER_KEYS = ["command", "args", "env", "cwd", "type"];
+const TOP_KEYS = ["$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace", "tasks"];
+const SERVER_KEYS = ["command", "args", "env", "cwd", "type", "readOnlyTools"];
 const SERVER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 
 function kind(value: unknown): string {
@@ -148,9 +159,31 @@ export function parseConfig(raw: unknown, where: { base: string; at?: string }):
       }
       // Relative commands and arguments resolve from the configuration's directory.
       const server: McpServerConfig = { command: entry.command, args: [...args] as string[], env: { ...(env as Record<string, string>) }, cwd: pathField(`${where}: "cwd"`, entry.cwd, base, ".") };
+      if (entry.readOnlyTools !== undefined) {
+        if (!Array.isArray(entry.readOnlyTools) || !entry.readOnlyTools.every((tool) => typeof tool === "string" && tool !== "")) {
+          throw new ConfigError(`${where}: "readOnlyTools" must be an array of the server's tool names, got ${kind(entry.readOnlyTools)}`);
+        }
+        server.readOnlyTools = [...(entry.readOnlyTools as string[])];
+      }
       mcpServers[name] = server;
     }
   }
 
-  return { limits, dataDir, agentsDir, mcpServers, workspace };
+  const tasks: TasksConfig = {};
+  if (raw.tasks !== undefined) {
+    if (!isObject(raw.tasks)) throw new ConfigError(`${at}: "tasks" must be an object { "maxOutputBytes"?, "cwdRoots"? }, got ${kind(raw.tasks)}`);
+    unknownKeys(`${at}: tasks`, raw.tasks, ["maxOutputBytes", "cwdRoots"]);
+    const max = raw.tasks.maxOutputBytes;
+    if (max !== undefined) {
+      if (typeof max !== "number" || !Number.isSafeInteger(max) || max < 4096) throw new ConfigError(`${at}: "tasks.maxOutputBytes" must be a whole number of bytes, at least 4096, got ${kind(max)}`);
+      tasks.maxOutputBytes = max;
+    }
+    const roots = raw.tasks.cwdRoots;
+    if (roots !== undefined) {
+      if (!Array.isArray(roots)) throw new ConfigError(`${at}: "tasks.cwdRoots" must be an array of directory paths, got ${kind(roots)}`);
+      tasks.cwdRoots = roots.map((root, i) => pathField(`${at}: "tasks.cwdRoots[${i}]"`, root, base, "."));
+    }
+  }
+
+  return { limits, dataDir, agentsDir, mcpServers, workspace, tasks };
 }

@@ -30,7 +30,7 @@ export interface RuntimeOptions {
 }
 
 export async function openRuntime(config: CodemodeConfig, cwd: string, options: RuntimeOptions = {}): Promise<Runtime> {
-  const dataDir = options.persist === false ? undefined : ensurePrivateDir(config.dataDir);
+  const dataDir = options.persist === false ? undefined : dataDirOf(config.dataDir);
   const upstreams = await connectUpstreams(options.upstream === false ? {} : config.mcpServers);
   const tools: Tool[] = [];
   let cm: Codemode;
@@ -41,7 +41,18 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
     tools.push(...upstreams.tools);
     // Agents: the configured directory first, then the user's own (~/.codemode/agents).
     const agentDirs = [...new Set([config.agentsDir, join(homedir(), ".codemode", "agents")])];
-    cm = await createCodemode({ tools, ...(dataDir ? { dataDir } : {}), cwd, agentDirs, limits: config.limits, ...(options.warm === false ? { workers: { min: 0 } } : {}) });
+    cm = await createCodemode({
+      tools,
+      ...(dataDir ? { dataDir } : {}),
+      cwd,
+      agentDirs,
+      limits: config.limits,
+      // An upstream tool is read-only only when its server (or this configuration) declares it so.
+      readOnlyTools: upstreams.readOnlyTools,
+      // The working directory is always a root; the configuration may add more.
+      tasks: { ...(config.tasks.maxOutputBytes !== undefined ? { maxOutputBytes: config.tasks.maxOutputBytes } : {}), ...(config.tasks.cwdRoots ? { cwdRoots: [cwd, ...config.tasks.cwdRoots] } : {}) },
+      ...(options.warm === false ? { workers: { min: 0 } } : {}),
+    });
   } catch (error) {
     await upstreams.close();
     throw error;
@@ -59,4 +70,18 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
       }
     },
   };
+}
+
+/**
+ * The data dir, created private (0700) when it can be. One on a read-only mount is used as it is:
+ * the task store then reads what is there and says why nothing can be started.
+ */
+function dataDirOf(dir: string): string {
+  try {
+    return ensurePrivateDir(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EROFS" || code === "EACCES" || code === "EPERM") return dir;
+    throw error;
+  }
 }

@@ -45,6 +45,8 @@ async function withRuntime<T>(io: Io, configFile: string | undefined, fn: (runti
   const config = loadConfig(io.cwd, configFile);
   const runtime = await openRuntime(config, io.cwd, { upstream: false, warm: false });
   try {
+    // Rows set aside, a read-only data dir: said once, and the rest is still listed.
+    for (const warning of runtime.cm.tasks.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
     return await fn(runtime);
   } finally {
     await runtime.close();
@@ -162,8 +164,13 @@ export async function taskCommand(argv: readonly string[], io: Io): Promise<numb
     }
     if (flags.json) {
       const { outputPreview: _preview, ...record } = page.record as TaskRecord & { outputPreview?: string };
-      const output = page.out.output_truncated && page.out.output_full_path ? await logRange(page.out.output_full_path, 0, page.out.output_bytes) : page.out.output;
-      await write(io.stdout, JSON.stringify({ task: record, output }, null, 2) + "\n");
+      // The same text as JSON.stringify({ task, output }, null, 2), with the output streamed in:
+      // a log past V8's longest string (~512 MB) cannot be one value.
+      const json = (text: string) => write(io.stdout, JSON.stringify(text).slice(1, -1));
+      await write(io.stdout, `{\n  "task": ${JSON.stringify(record, null, 2).replace(/\n/g, "\n  ")},\n  "output": "`);
+      if (page.out.output_truncated && page.out.output_full_path) await eachLogChunk(page.out.output_full_path, 0, page.out.output_bytes, json);
+      else await json(page.out.output);
+      await write(io.stdout, `"\n}\n`);
       return ["failed", "canceled", "lost"].includes(page.out.status) ? EXIT_FAILED : EXIT_OK;
     }
     let last = await printPage(io, page.out, 0);
@@ -206,15 +213,6 @@ async function printPage(io: Io, out: OutputResult, since: number): Promise<stri
     if (text !== "") last = text.slice(-1);
   });
   return last;
-}
-
-/** Bytes `from`..`to` of a task log as text (for --json). */
-async function logRange(path: string, from: number, to: number): Promise<string> {
-  const parts: string[] = [];
-  await eachLogChunk(path, from, to, (text) => {
-    parts.push(text);
-  });
-  return parts.join("");
 }
 
 /** Decodes bytes `from`..`to` of a task log chunk by chunk; the log is opened without following links. */

@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { closeSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import { checkPrivateDir, createExclusive, ensurePrivateDir, readRegularFile, removeFile, replaceFileAtomic, UnsafeFileError, writeAll } from "../safe-fs.js";
-import { currentOwner, isOwnerAlive } from "../tasks/owner.js";
+import { currentOwner, isPidOwnerAlive as isOwnerAlive } from "../tasks/owner.js";
 import type { Owner } from "../tasks/types.js";
 
 /** A session file holds at most 1 MiB of keys and values; its JSON text is a little larger. */

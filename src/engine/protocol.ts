@@ -117,10 +117,21 @@ export interface DoneMessage {
   /** Output not yet flushed when the run ended: carried here to save a message on every run. */
   text?: string[];
   console?: ConsoleLine[];
+  /**
+   * The worker kept more memory than it may hold for warm sessions (linear memory never shrinks,
+   * and a dropped instance is freed only when its thread's heap is collected): the host replaces it.
+   */
+  retire?: boolean;
 }
 
 export interface ReadyMessage {
   type: "ready";
 }
 
-export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage;
+/** Where this build keeps the allocator's break (snapshot.ts's MemoryLayout), found once and handed to later workers. */
+export interface LayoutMessage {
+  type: "layout";
+  layout: { brkAddress: number; freshBrk: number };
+}
+
+export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage | LayoutMessage;

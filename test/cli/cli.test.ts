@@ -87,7 +87,7 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
     ["--config names no file", ["run", "x.js", "--config", "nope.json"], undefined, "--config: no configuration file at nope.json\n"],
     ["mcp takes no arguments", ["mcp", "github"], undefined, "codemode mcp: takes no arguments, got github; configure upstream servers in codemode.json\nRun codemode help for usage.\n"],
     ["config: not JSON", ["run", "x.js"], "{ limits: 1", "is not valid JSON"],
-    ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json: unknown field "limit"; expected one of "$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace"\n'],
+    ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json: unknown field "limit"; expected one of "$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace", "tasks"\n'],
     ["config: bad limit", ["run", "x.js"], JSON.stringify({ limits: { timeoutMs: -1 } }), "codemode.json: limits.timeoutMs must be an integer from 1 to 600000, got the number -1\n"],
     ["config: server without command", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { args: [] } } }), 'codemode.json: mcpServers.gh: "command" must be a non-empty string (the program to start), got undefined\n'],
     ["config: server args", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { command: "x", args: "--stdio" } } }), 'codemode.json: mcpServers.gh: "args" must be an array of strings, got the string "--stdio"\n'],

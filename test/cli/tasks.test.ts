@@ -1,7 +1,7 @@
 // Subagents through the CLI: a run that fans out leaves its tasks in the data dir; `codemode tasks`
 // and `codemode task <id>` read them back, including tasks whose host was killed.
 import { spawn } from "node:child_process";
-import { cpSync, mkdirSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { CLI, ROOT, runCli, sourceTree, tempProject } from "../mcp/helpers.js";
@@ -173,5 +173,73 @@ describe("codemode task --follow", () => {
     expect(follow.code).toBe(0);
     expect(follow.stdout).toBe("one\ntwo\nthree\n");
     expect(follow.stderr.split("\n")[0]).toBe(`task ${id}  succeeded  agent ticker  label "x"  depth 1`);
+  });
+});
+
+describe("records a hostile child tried to break", () => {
+  it("a child's usage of 1e308 twice (and NaN, -1) is stored finite: the table renders, the full views validate", async () => {
+    const cwd = tempProject({ agentsDir: "agents" });
+    mkdirSync(join(cwd, "agents"));
+    const lines = [
+      { type: "usage", input_tokens: 1e308, output_tokens: 1e308, cost_usd: 1e308 },
+      { type: "usage", input_tokens: 1e308, output_tokens: "NaN", cost_usd: -1 },
+      { type: "usage", input_tokens: 10, output_tokens: 5, cost_usd: 0.5 },
+      { type: "text", text: "done" },
+    ].map((l) => JSON.stringify(l));
+    writeFileSync(join(cwd, "agents", "liar.md"), `---\nname: liar\ndescription: lies about usage\ndriver: command\nprotocol: jsonl\ncommand: [printf, "${lines.join("\\n").replace(/"/g, '\\"')}\\n"]\n---\nLies.\n`);
+    const run = await runCli(["run", "-"], {
+      cwd,
+      stdin: `const r = await tools.ptc_subagent({ agent: "liar", task: "x", result_view: "full" }); const o = await tools.ptc_task_output({ task_id: r.task.id, result_view: "full" }); const l = await tools.ptc_task_list({ result_view: "full" }); return [r.usage, o.task.usage, l.tasks[0].usage]`,
+    });
+    expect(run.code, run.stderr).toBe(0);
+    const usage = { input: 10, output: 5, cost: 0.5, turns: 0 };
+    expect(JSON.parse(run.stdout)).toEqual([usage, usage, usage]);
+    const table = await runCli(["tasks"], { cwd });
+    expect([table.code, table.stderr]).toEqual([0, ""]);
+    expect(table.stdout).toContain("in 10 · out 5 · $0.5000 · 0 turns");
+  });
+
+  it("codemode task <id> streams a 600 MB log instead of reading it into one string", { timeout: 120_000 }, async () => {
+    // 600 MB: past V8's longest string (~512 MB), which is what `codemode task` used to build.
+    const cwd = tempProject({ dataDir: "data" });
+    const { sqliteTaskStore, currentOwner } = await import("../../src/tasks/index.js");
+    const store = sqliteTaskStore(join(cwd, "data"));
+    const id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+    const size = 600 * 1024 * 1024;
+    store.insert({ id, agent: "big", driver: "command", task: "t", label: "big", depth: 1, background: true, cwd, status: "succeeded", owner: currentOwner(), createdAt: 1, startedAt: 1, endedAt: 2, exitCode: 0, usage: { input: 0, output: 0, cost: 0, turns: 0 }, outputBytes: size });
+    const log = store.outputPath(id)!;
+    store.close();
+    // A sparse file: 600 MB of zero bytes, then a last line.
+    writeFileSync(log, "");
+    truncateSync(log, size - 5);
+    writeFileSync(log, "end!\n", { flag: "a" });
+    const child = spawn(process.execPath, [CLI, "task", id], { cwd, stdio: ["ignore", "pipe", "pipe"] });
+    let bytes = 0;
+    let tail = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+      tail = (tail + chunk.subarray(-8).toString("latin1")).slice(-8);
+    });
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk));
+    const code = await new Promise((resolve) => child.once("close", resolve));
+    expect([code, bytes, tail.endsWith("end!\n")], stderr).toEqual([0, size, true]);
+    expect(stderr).toMatch(/^task 01ARZ3NDEKTSV4RRFFQ69G5FAV {2}succeeded/);
+  });
+
+  it("codemode task <id> --json streams the output into the same JSON as before", async () => {
+    const cwd = tempProject({ dataDir: "data" });
+    const { sqliteTaskStore, currentOwner } = await import("../../src/tasks/index.js");
+    const store = sqliteTaskStore(join(cwd, "data"));
+    const id = "01ARZ3NDEKTSV4RRFFQ69G5FAW";
+    const text = Array.from({ length: 40_000 }, (_, i) => `line ${i} "quoted" é\t😀`).join("\n") + "\n";
+    store.insert({ id, agent: "big", driver: "command", task: "t", label: "big", depth: 1, background: true, cwd, status: "succeeded", owner: currentOwner(), createdAt: 1, outputBytes: Buffer.byteLength(text) });
+    store.appendOutput(id, Buffer.from(text));
+    store.close();
+    const result = await runCli(["task", id, "--json"], { cwd });
+    expect(result.code, result.stderr).toBe(0);
+    const parsed = JSON.parse(result.stdout);
+    expect(parsed.output).toBe(text);
+    expect(result.stdout).toBe(JSON.stringify({ task: parsed.task, output: text }, null, 2) + "\n");
   });
 });
