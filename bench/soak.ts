@@ -3,11 +3,15 @@
 // with its expected kind, nothing escapes as an unhandled rejection, no run reports a sandbox
 // failure, and RSS after all runs stays within 1.5x of RSS after the first 100.
 //
-//   npm run build && node --expose-gc dist/bench/soak.js [runs=10000]
+//   npm run build && node --expose-gc dist/bench/soak.js [runs=10000] [tasks=1000]
 //
-// test/hostile/soak.test.ts runs the same mix 1,000 times.
+// After the runs it soaks the task host too (bench/soak-tasks.ts: 1,000 subagent tasks with large
+// and hostile outputs). test/hostile/soak.test.ts runs the same mix 1,000 times, and
+// test/tasks/soak.test.ts the task mix with 40 tasks.
 import { pathToFileURL } from "node:url";
+import { prng } from "./prng.js";
 import { createCodemode, defineTool, z, type Codemode, type RunResult } from "../src/index.js";
+import { soakTasks, taskSoakFailures } from "./soak-tasks.js";
 
 export interface SoakSample {
   runs: number;
@@ -27,6 +31,8 @@ export interface SoakReport {
   moduleAborts: number;
   rssAfter100: number;
   rssAtEnd: number;
+  /** Workers replaced because they held more memory than warm sessions may keep (engine internals). */
+  workersReplaced: number;
   finalBenignOk: boolean;
 }
 
@@ -151,18 +157,6 @@ export const KINDS: Kind[] = [
   { name: "hard-stop", weight: 0.1, run: async (run, i) => expectKind(await run(`new Array(1e8).join("x")`, { session: session(i), timeoutMs: 100 }), ["timeout"]) },
 ];
 
-/** A small deterministic PRNG, so a failing soak can be replayed. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function sample(runs: number): SoakSample {
   (globalThis as { gc?: () => void }).gc?.();
   const usage = process.memoryUsage();
@@ -248,6 +242,7 @@ export async function soak(options: { runs: number; seed?: number; concurrency?:
       moduleAborts,
       rssAfter100,
       rssAtEnd: end.rssMiB,
+      workersReplaced: (cm as unknown as { engine: { workersReplaced: number } }).engine.workersReplaced,
       finalBenignOk: final.structuredContent.status === "ok" && final.structuredContent.value === true,
     };
   } finally {
@@ -259,6 +254,7 @@ export async function soak(options: { runs: number; seed?: number; concurrency?:
 
 async function main(): Promise<void> {
   const runs = Number(process.argv[2] ?? 10_000);
+  const tasks = Number(process.argv[3] ?? 1000);
   const report = await soak({ runs, sampleEvery: 1000, log: (line) => console.log(line) });
   console.log(JSON.stringify({ ...report, samples: undefined }, null, 2));
   const ratio = report.rssAtEnd / report.rssAfter100;
@@ -271,6 +267,12 @@ async function main(): Promise<void> {
     report.moduleAborts ? `${report.moduleAborts} WASM module aborts` : "",
     report.finalBenignOk ? "" : "the final benign run failed",
   ].filter(Boolean);
+  if (tasks > 0) {
+    const taskReport = await soakTasks({ tasks, log: (line) => console.log(line) });
+    console.log(JSON.stringify({ ...taskReport, samples: undefined }, null, 2));
+    console.log(`RSS after ${tasks} tasks: ${taskReport.rssAtEnd.toFixed(1)} MiB = ${(taskReport.rssAtEnd / taskReport.rssAfterWarmup).toFixed(2)}x RSS after warm-up (${taskReport.rssAfterWarmup.toFixed(1)} MiB); limit 1.5x`);
+    failures.push(...taskSoakFailures(taskReport));
+  }
   if (failures.length) {
     console.error(`soak FAILED: ${failures.join("; ")}`);
     process.exitCode = 1;

@@ -8,7 +8,8 @@
 //
 // QuickJS compiles about 10 bytes per microsecond here and this runs on every run, so the
 // prelude stays small: error objects, closest-name suggestions and size checks live on the host
-// side of the bridge.
+// side of the bridge, and the host drops comment lines and indentation before compiling it (so no
+// string or template here may span lines).
 (function (g) {
   "use strict";
   const host = g.__codemode_host;
@@ -17,8 +18,9 @@
   delete g.__codemode_config;
   const stringify = JSON.stringify, parse = JSON.parse, create = Object.create, freeze = Object.freeze;
   const define = Object.defineProperty, keys = Object.keys, apply = Reflect.apply, Str = String;
-  const TypeErr = TypeError, RangeErr = RangeError, P = Proxy;
+  const TypeErr = TypeError, RangeErr = RangeError, P = Proxy, Prom = Promise, reject = Promise.reject, then = Promise.prototype.then;
   const timers = new Map(), mapHas = Map.prototype.has, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete;
+  let marshalling = "";
   const global = (name, value) => define(g, name, { value, writable: false, enumerable: false, configurable: false });
   // QuickJS reports stack overflow as an InternalError; make it the RangeError programs (and the
   // contract) expect to catch, as every other engine throws.
@@ -37,18 +39,20 @@
     }
   }
 
-  function toJson(where, value) {
+  // `path`: the tool whose arguments these are, while they are converted (see `fn` below);
+  // `where` names the value in errors: a store key, else that tool call.
+  function toJson(value, path, where) {
     let json;
-    try { json = stringify(value); } catch (e) { throw new TypeErr(where + ": the value must be JSON-serialisable (" + render(e && e.message) + ")"); }
-    if (json === undefined) throw new TypeErr(where + ": the value must be a JSON value, got " + typeof value);
+    marshalling = path;
+    try { json = stringify(value); } catch (e) { marshalling = ""; throw new TypeErr((where ?? "tools." + path + "()") + ": the value must be JSON-serialisable (" + render(e && e.message) + ")"); }
+    marshalling = "";
+    if (json === undefined) throw new TypeErr((where ?? "tools." + path + "()") + ": the value must be a JSON value, got " + typeof value);
     return json;
   }
 
-  // The host rejects a failed call with a ready-made Error (name, code, message).
-  const call = async (path, args) => parse(await host("call", path, args === undefined ? "{}" : toJson("tools." + path + "()", args)));
-
   // A Proxy over a frozen table: unknown names throw a TypeError with suggestions, while `then`
   // and symbols read as undefined so the namespace is never mistaken for a thenable.
+  const refuse = () => false;
   function namespace(prefix, table) {
     return new P(freeze(table), {
       get(target, key) {
@@ -56,12 +60,22 @@
         if (key in target) return target[key];
         throw new TypeErr(host("unknownTool", prefix, stringify(Str(key))));
       },
-      set: () => false, defineProperty: () => false, deleteProperty: () => false, setPrototypeOf: () => false,
+      set: refuse, defineProperty: refuse, deleteProperty: refuse, setPrototypeOf: refuse,
     });
   }
-  const root = create(null), branches = create(null);
+  // `parsed`: the arguments of then(parse) for every call, one array (a frozen one is slower to apply).
+  const root = create(null), branches = create(null), parsed = [parse];
   for (const path of config.tools) {
-    const dot = path.indexOf("."), fn = (args) => call(path, args);
+    // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
+    // code, message) that has no stack yet: QuickJS adds one where it is first thrown, which is
+    // the program's own `await` of the call (an async wrapper here would put its frame there).
+    // A tool called from a toJSON or getter of another call's arguments would nest without bound.
+    const dot = path.indexOf("."), fn = (args) => {
+      if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
+      let json = "{}";
+      if (args !== undefined) try { json = toJson(args, path); } catch (e) { return apply(reject, Prom, [e]); }
+      return apply(then, host("call", path, json), parsed);
+    };
     if (dot < 0) root[path] = fn;
     else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;
   }
@@ -83,7 +97,7 @@
   const checkKey = (name, key) => { if (typeof key !== "string" || key === "") throw new TypeErr(name + ": key must be a non-empty string"); };
   global("store", function store(key, value) {
     checkKey("store(key, value)", key);
-    const problem = host("store", stringify(key), value === undefined ? undefined : toJson("store(" + stringify(key) + ")", value));
+    const problem = host("store", stringify(key), value === undefined ? undefined : toJson(value, "", "store(" + stringify(key) + ")"));
     if (problem) throw new RangeErr(problem);
   });
   global("load", function load(key) {
@@ -105,7 +119,12 @@
     apply(mapSet, timers, [id, true]);
     (async () => {
       await fired;
-      if (apply(mapDelete, timers, [id])) apply(callback, undefined, extra);
+      if (!apply(mapDelete, timers, [id])) return;
+      // Nothing else would see a callback's exception or rejection.
+      try {
+        const result = apply(callback, undefined, extra);
+        if (result instanceof Prom) await result;
+      } catch (e) { host("uncaught", describe(e)); }
     })();
     return id;
   });
@@ -116,8 +135,25 @@
     }
   });
 
+  global("budget", function budget() { return parse(host("budget")); });
+
   for (const name of keys(config.globals)) global(name, config.globals[name]);
 
+  // A null-prototype record: Object.prototype.toJSON (or getters there) must not rewrite it.
+  function describe(e) {
+    const out = create(null);
+    if (e !== null && (typeof e === "object" || typeof e === "function")) {
+      out.name = read(e, "name");
+      out.message = read(e, "message");
+      out.stack = read(e, "stack");
+      out.thrown = out.name === undefined && out.message === undefined;
+      if (out.thrown) out.message = render(e);
+    } else {
+      out.message = render(e);
+      out.thrown = true;
+    }
+    return stringify(out);
+  }
   const read = (object, key) => {
     try {
       const value = object[key];
@@ -136,20 +172,6 @@
         return "!the return value could not be serialised: " + render(e && e.message);
       }
     },
-    // A null-prototype record: Object.prototype.toJSON (or getters there) must not rewrite it.
-    error(e) {
-      const out = create(null);
-      if (e !== null && (typeof e === "object" || typeof e === "function")) {
-        out.name = read(e, "name");
-        out.message = read(e, "message");
-        out.stack = read(e, "stack");
-        out.thrown = out.name === undefined && out.message === undefined;
-        if (out.thrown) out.message = render(e);
-      } else {
-        out.message = render(e);
-        out.thrown = true;
-      }
-      return stringify(out);
-    },
+    error: describe,
   };
 })(globalThis);

@@ -3,7 +3,7 @@
 
 /** "812 bytes", "3.0 KiB", "8.0 MiB". */
 export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 1024) return bytes === 1 ? "1 byte" : `${bytes} bytes`;
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
@@ -56,6 +56,14 @@ export function messageOf(err: unknown): string {
     // Fall through: cyclic or BigInt-holding values still need a message.
   }
   return String(err);
+}
+
+type WellFormedString = string & { isWellFormed(): boolean; toWellFormed(): string };
+
+/** Text for a model as well-formed Unicode: each lone surrogate becomes U+FFFD (native in Node 20). */
+export function wellFormed(text: string): string {
+  const s = text as WellFormedString;
+  return s.isWellFormed() ? text : s.toWellFormed();
 }
 
 /**

@@ -55,4 +55,3 @@ for (const { dir, id } of spawned) {
 }
 text(`total: ${totals.files} files, ${totals.lines} lines, ${totals.failed} failed`);
 text(`usage (host-counted): ${totals.turns} turns, ${totals.input_tokens} input tokens, $${totals.cost.toFixed(4)}`);
-return totals;

@@ -19,4 +19,3 @@ try {
 } catch (error) {
   text(`${error.code}: ${error.message}`);
 }
-return { runtime_notes: full.length };

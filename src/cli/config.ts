@@ -1,11 +1,15 @@
-// `codemode.json`: the CLI's configuration, read from the working directory. Every problem is a
-// ConfigError naming the file, the field and what was expected, so a user can fix it in one go.
-import { existsSync, readFileSync } from "node:fs";
+// `codemode.json`: the CLI's configuration, read from the working directory or the file --config
+// names. Every problem is a ConfigError naming the file, the field and what was expected, so a user
+// can fix it in one go. A configuration is trusted (it names processes to start); its paths, the
+// defaults included, resolve against the file's own folder, so a trusted file given with --config
+// never picks up the agents or state of whatever directory it is run in.
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { checkLimits, type Limits } from "../codemode/limits.js";
+import { readRegularFile } from "../safe-fs.js";
 
 export const CONFIG_FILE = "codemode.json";
 export const DEFAULT_DATA_DIR = ".codemode";
+const CONFIG_MAX_BYTES = 1024 * 1024;
 
 export interface McpServerConfig {
   command: string;
@@ -13,10 +17,20 @@ export interface McpServerConfig {
   env: Record<string, string>;
   /** Working directory of the server process (absolute; default the configuration's directory). */
   cwd: string;
+  /** Tools of this server (names as it lists them) that never change anything, besides those it annotates `readOnlyHint`. */
+  readOnlyTools?: string[];
+}
+
+/** The `tasks` section: limits of the subagents this configuration's runtime hosts. */
+export interface TasksConfig {
+  /** Output one task may store, in bytes. */
+  maxOutputBytes?: number;
+  /** Directories (absolute) a task's `cwd` may be in, besides the working directory. */
+  cwdRoots?: string[];
 }
 
 export interface CodemodeConfig {
-  /** Where the configuration came from; absent when there is no codemode.json. */
+  /** The configuration file (absolute); absent when there is none (defaults on the working directory). */
   file?: string;
   limits: Partial<Limits>;
   /** Absolute. */
@@ -24,16 +38,21 @@ export interface CodemodeConfig {
   /** Absolute. */
   agentsDir: string;
   mcpServers: Record<string, McpServerConfig>;
-  /** The read-only (or, with write: true, writable) workspace toolset on the working directory; false: none. */
-  workspace: false | { write: boolean };
+  /**
+   * The read-only (or, with write: true, writable) workspace toolset; false: none. `root`
+   * (absolute) when the file names one; otherwise the command decides (run: the working directory;
+   * mcp: the file's folder).
+   */
+  workspace: false | { write: boolean; root?: string };
+  tasks: TasksConfig;
 }
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
-const TOP_KEYS = ["$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace"];
-const SERVER_KEYS = ["command", "args", "env", "cwd", "type"];
+const TOP_KEYS = ["$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace", "tasks"];
+const SERVER_KEYS = ["command", "args", "env", "cwd", "type", "readOnlyTools"];
 const SERVER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 
 function kind(value: unknown): string {
@@ -54,40 +73,45 @@ function unknownKeys(where: string, value: Record<string, unknown>, known: strin
   }
 }
 
-/** A path given in the file resolves from the file's directory; a default from the working directory. */
-function pathField(where: string, value: unknown, base: string, fallback: string, cwd: string = base): string {
-  if (value === undefined) return resolve(cwd, fallback);
+/** A path given in the file, or its default, resolves from the file's directory. */
+function pathField(where: string, value: unknown, base: string, fallback: string): string {
+  if (value === undefined) return resolve(base, fallback);
   if (typeof value !== "string" || value.trim() === "") throw new ConfigError(`${where} must be a non-empty path string, got ${kind(value)}`);
   return isAbsolute(value) ? value : resolve(base, value);
 }
 
 /**
- * Reads `<cwd>/codemode.json` when it exists (defaults otherwise), or the file `--config` names,
- * which must exist. Paths in a configuration are relative to the file's own directory.
+ * Reads `<cwd>/codemode.json` when it exists (defaults on the working directory otherwise), or the
+ * file `--config` names, which must exist. Paths in a configuration, and the defaults of the ones
+ * it leaves out, are relative to the file's own directory.
  */
 export function loadConfig(cwd: string, explicit?: string): CodemodeConfig {
   const file = explicit === undefined ? join(cwd, CONFIG_FILE) : resolve(cwd, explicit);
-  if (!existsSync(file)) {
+  const at = explicit ?? CONFIG_FILE;
+  let text: Buffer | undefined;
+  try {
+    // A regular file of sane size (a FIFO or device planted as codemode.json must not hang the CLI).
+    text = readRegularFile(file, { maxBytes: CONFIG_MAX_BYTES, follow: true });
+  } catch (error) {
+    throw new ConfigError(`${at} cannot be read: ${(error as Error).message}`);
+  }
+  if (text === undefined) {
     if (explicit !== undefined) throw new ConfigError(`--config: no configuration file at ${file}`);
-    return parseConfig(undefined, { base: cwd, cwd });
+    return parseConfig(undefined, { base: cwd });
   }
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(file, "utf8"));
+    raw = JSON.parse(text.toString("utf8"));
   } catch (error) {
-    throw new ConfigError(`${explicit ?? CONFIG_FILE} is not valid JSON: ${(error as Error).message}`);
+    throw new ConfigError(`${at} is not valid JSON: ${(error as Error).message}`);
   }
-  return parseConfig(raw, { base: dirname(file), cwd, at: explicit ?? CONFIG_FILE });
+  return { ...parseConfig(raw, { base: dirname(file), at }), file };
 }
 
-/**
- * `base`: where relative paths in the file start (its directory); `cwd`: where defaults live (the
- * data dir `.codemode/`); `at` names the file in messages.
- */
-export function parseConfig(raw: unknown, where: { base: string; cwd: string; at?: string }): CodemodeConfig {
-  const { base, cwd } = where;
+/** `base`: where the file's paths and the defaults resolve (its directory); `at` names the file in messages. */
+export function parseConfig(raw: unknown, where: { base: string; at?: string }): CodemodeConfig {
+  const { base } = where;
   const at = where.at ?? CONFIG_FILE;
-  const present = raw !== undefined;
   if (raw === undefined) raw = {};
   if (!isObject(raw)) throw new ConfigError(`${at} must hold a JSON object, got ${kind(raw)}`);
   unknownKeys(at, raw, TOP_KEYS);
@@ -99,17 +123,18 @@ export function parseConfig(raw: unknown, where: { base: string; cwd: string; at
     throw new ConfigError((error as Error).message);
   }
 
-  const dataDir = pathField(`${at}: "dataDir"`, raw.dataDir, base, DEFAULT_DATA_DIR, cwd);
-  const agentsDir = pathField(`${at}: "agentsDir"`, raw.agentsDir, base, join(DEFAULT_DATA_DIR, "agents"), cwd);
+  const dataDir = pathField(`${at}: "dataDir"`, raw.dataDir, base, DEFAULT_DATA_DIR);
+  const agentsDir = pathField(`${at}: "agentsDir"`, raw.agentsDir, base, join(DEFAULT_DATA_DIR, "agents"));
 
   let workspace: CodemodeConfig["workspace"] = { write: false };
   if (raw.workspace === false) workspace = false;
   else if (raw.workspace !== undefined) {
-    if (!isObject(raw.workspace)) throw new ConfigError(`${at}: "workspace" must be false or an object { "write": boolean }, got ${kind(raw.workspace)}`);
-    unknownKeys(`${at}: workspace`, raw.workspace, ["write"]);
+    if (!isObject(raw.workspace)) throw new ConfigError(`${at}: "workspace" must be false or an object { "write"?: boolean, "root"?: path }, got ${kind(raw.workspace)}`);
+    unknownKeys(`${at}: workspace`, raw.workspace, ["write", "root"]);
     const write = raw.workspace.write ?? false;
     if (typeof write !== "boolean") throw new ConfigError(`${at}: "workspace.write" must be true or false, got ${kind(write)}`);
     workspace = { write };
+    if (raw.workspace.root !== undefined) workspace.root = pathField(`${at}: "workspace.root"`, raw.workspace.root, base, ".");
   }
 
   const mcpServers: Record<string, McpServerConfig> = {};
@@ -134,11 +159,31 @@ export function parseConfig(raw: unknown, where: { base: string; cwd: string; at
       }
       // Relative commands and arguments resolve from the configuration's directory.
       const server: McpServerConfig = { command: entry.command, args: [...args] as string[], env: { ...(env as Record<string, string>) }, cwd: pathField(`${where}: "cwd"`, entry.cwd, base, ".") };
+      if (entry.readOnlyTools !== undefined) {
+        if (!Array.isArray(entry.readOnlyTools) || !entry.readOnlyTools.every((tool) => typeof tool === "string" && tool !== "")) {
+          throw new ConfigError(`${where}: "readOnlyTools" must be an array of the server's tool names, got ${kind(entry.readOnlyTools)}`);
+        }
+        server.readOnlyTools = [...(entry.readOnlyTools as string[])];
+      }
       mcpServers[name] = server;
     }
   }
 
-  const config: CodemodeConfig = { limits, dataDir, agentsDir, mcpServers, workspace };
-  if (present) config.file = at;
-  return config;
+  const tasks: TasksConfig = {};
+  if (raw.tasks !== undefined) {
+    if (!isObject(raw.tasks)) throw new ConfigError(`${at}: "tasks" must be an object { "maxOutputBytes"?, "cwdRoots"? }, got ${kind(raw.tasks)}`);
+    unknownKeys(`${at}: tasks`, raw.tasks, ["maxOutputBytes", "cwdRoots"]);
+    const max = raw.tasks.maxOutputBytes;
+    if (max !== undefined) {
+      if (typeof max !== "number" || !Number.isSafeInteger(max) || max < 4096) throw new ConfigError(`${at}: "tasks.maxOutputBytes" must be a whole number of bytes, at least 4096, got ${kind(max)}`);
+      tasks.maxOutputBytes = max;
+    }
+    const roots = raw.tasks.cwdRoots;
+    if (roots !== undefined) {
+      if (!Array.isArray(roots)) throw new ConfigError(`${at}: "tasks.cwdRoots" must be an array of directory paths, got ${kind(roots)}`);
+      tasks.cwdRoots = roots.map((root, i) => pathField(`${at}: "tasks.cwdRoots[${i}]"`, root, base, "."));
+    }
+  }
+
+  return { limits, dataDir, agentsDir, mcpServers, workspace, tasks };
 }

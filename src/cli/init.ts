@@ -1,10 +1,12 @@
 // `codemode init`: a starter codemode.json and a sample script agent, never overwriting a file
-// unless --force says so.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join, relative } from "node:path";
+// unless --force says so, and never writing through a symbolic link (a checkout may carry one
+// named like a starter file, pointing at a file outside it).
+import { closeSync, lstatSync } from "node:fs";
+import { join } from "node:path";
+import { createExclusive, makeDirsNoFollow, replaceFileAtomic, UnsafeFileError, writeAll } from "../safe-fs.js";
 import { parseArgs, UsageError } from "./args.js";
 import { CONFIG_FILE } from "./config.js";
-import { EXIT_OK, write, type Io } from "./io.js";
+import { EXIT_FAILED, EXIT_OK, write, type Io } from "./io.js";
 
 export const INIT_HELP = `Usage: codemode init [--force]
 
@@ -47,7 +49,6 @@ for (const c of counts.slice(0, 5)) text(\`\${c.lines}\\t\${c.path}\`);
 const SAMPLE_PROGRAM = `// Run with: codemode run hello.js
 const { files } = await tools.list_files({ pattern: "*" });
 text(\`This directory has \${files.length} files at its top level.\`);
-return { files: files.length };
 `;
 
 export async function initCommand(argv: readonly string[], io: Io): Promise<number> {
@@ -57,25 +58,48 @@ export async function initCommand(argv: readonly string[], io: Io): Promise<numb
     return EXIT_OK;
   }
   if (positionals.length > 0) throw new UsageError(`codemode init: takes no arguments, got ${positionals.join(" ")}; it writes into the current directory`);
-  const files: Array<[string, string]> = [
-    [CONFIG_FILE, JSON.stringify(STARTER_CONFIG, null, 2) + "\n"],
-    [join(".codemode", "agents", "line-counter.md"), SAMPLE_AGENT],
-    [join(".codemode", "agents", "line-counter.js"), SAMPLE_SCRIPT],
-    ["hello.js", SAMPLE_PROGRAM],
+  const files: Array<[string[], string]> = [
+    [[CONFIG_FILE], JSON.stringify(STARTER_CONFIG, null, 2) + "\n"],
+    [[".codemode", "agents", "line-counter.md"], SAMPLE_AGENT],
+    [[".codemode", "agents", "line-counter.js"], SAMPLE_SCRIPT],
+    [["hello.js"], SAMPLE_PROGRAM],
   ];
   const report: string[] = [];
-  for (const [path, text] of files) {
-    const abs = join(io.cwd, path);
-    const shown = relative(io.cwd, abs);
-    if (existsSync(abs) && !flags.force) {
+  let refused = 0;
+  for (const [parts, text] of files) {
+    const shown = parts.join("/");
+    let dir: string;
+    try {
+      dir = makeDirsNoFollow(io.cwd, parts.slice(0, -1));
+    } catch (error) {
+      if (!(error instanceof UnsafeFileError)) throw error;
+      refused++;
+      report.push(`refused ${shown} (${error.message})`);
+      continue;
+    }
+    const abs = join(dir, parts[parts.length - 1]!);
+    const existing = lstatSync(abs, { throwIfNoEntry: false });
+    if (existing?.isSymbolicLink()) {
+      refused++;
+      report.push(`refused ${shown} (a symbolic link; init does not write through links — remove it and run init again)`);
+      continue;
+    }
+    if (existing && !flags.force) {
       report.push(`kept    ${shown} (exists; --force overwrites it)`);
       continue;
     }
-    mkdirSync(dirname(abs), { recursive: true });
-    writeFileSync(abs, text);
+    if (existing) replaceFileAtomic(abs, text, 0o666);
+    else {
+      const fd = createExclusive(abs, 0o666);
+      try {
+        writeAll(fd, Buffer.from(text));
+      } finally {
+        closeSync(fd);
+      }
+    }
     report.push(`wrote   ${shown}`);
   }
-  report.push("", "Next: codemode run hello.js");
+  report.push("", refused > 0 ? `${refused} file${refused === 1 ? " was" : "s were"} not written; remove what is in the way and run codemode init again` : "Next: codemode run hello.js");
   await write(io.stdout, report.join("\n") + "\n");
-  return EXIT_OK;
+  return refused > 0 ? EXIT_FAILED : EXIT_OK;
 }

@@ -36,8 +36,11 @@ Usage:
 
 Configuration: ./codemode.json, or --config <file> on run, workflow, tasks, task, tools and mcp —
 { "limits", "dataDir" (default .codemode), "agentsDir" (default .codemode/agents),
-  "workspace": { "write" } | false, "mcpServers": { "<name>": { "command", "args", "env" } } }
-Paths in the file are relative to it. Programs reach upstream MCP tools as tools.<server>.<tool>.
+  "workspace": { "write", "root" } | false, "mcpServers": { "<name>": { "command", "args", "env" } } }
+Paths in the file, and the defaults above, are relative to the file. The workspace is
+"workspace.root", else the working directory (mcp: the file's folder). A configuration is
+trusted: run, tools and mcp start its mcpServers, and programs may spawn its command agents.
+Programs reach upstream MCP tools as tools.<server>.<tool>.
 
 Exit codes: 0 success, 1 the program failed, 2 usage or configuration error.
 `;

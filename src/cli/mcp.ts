@@ -1,7 +1,10 @@
-// `codemode mcp`: serve the runtime over MCP on stdio until the client disconnects.
+// `codemode mcp`: serve the runtime over MCP on stdio until the client disconnects. A client starts
+// it from wherever it likes (often `/` or the home directory), so the workspace is bound on the
+// configuration's folder (or its `workspace.root`), never on the working directory by accident.
+import { dirname } from "node:path";
 import { serveMcpStdio } from "../mcp/server.js";
 import { parseArgs, UsageError } from "./args.js";
-import { loadConfig } from "./config.js";
+import { CONFIG_FILE, loadConfig } from "./config.js";
 import { EXIT_OK, write, type Io } from "./io.js";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { declarationsBudget } from "./tools.js";
@@ -13,6 +16,10 @@ call: with their types while they fit the declarations budget, by name and one l
 tool_search and tool_info (a tool's types on demand) and the ptc_* task tools. Upstream MCP
 servers and the workspace tools from ./codemode.json are bound inside programs
 (tools.<server>.<tool>); with --all-tools they are also listed to the client directly.
+
+The workspace tools are bound on the configuration's folder (or its "workspace": { "root" }),
+not on the directory the client started the server in. Without a configuration file they are
+not bound at all, and tasks and sessions are kept in memory.
 
   --no-output-schemas            list no outputSchema (a smaller catalog; results still carry
                                  structuredContent, and tool_info gives each tool's contract)
@@ -41,7 +48,19 @@ export async function mcpCommand(argv: readonly string[], io: Io): Promise<numbe
   if (positionals.length > 0) throw new UsageError(`codemode mcp: takes no arguments, got ${positionals.join(" ")}; configure upstream servers in codemode.json`);
   const budget = flags["declarations-budget"] === undefined ? undefined : declarationsBudget("codemode mcp", flags["declarations-budget"] as string);
   const config = loadConfig(io.cwd, flags.config as string | undefined);
-  const runtime = await openRuntime(config, io.cwd, budget === undefined ? {} : { declarations: { prompt: budget } });
+  // Without a configuration file nothing says which project this is: no workspace, and tasks
+  // and sessions in memory rather than a .codemode/ made wherever the client happened to start.
+  const projectDir = config.file ? dirname(config.file) : null;
+  const runtime = await openRuntime(config, projectDir ?? io.cwd, {
+    workspaceRoot: projectDir,
+    persist: projectDir !== null,
+    ...(budget === undefined ? {} : { declarations: { prompt: budget } }),
+  });
+  if (projectDir === null) {
+    runtime.warnings.push(
+      `no ${CONFIG_FILE} in ${io.cwd} (the directory the client started this server in), so the workspace tools are not bound and tasks and sessions are kept in memory; start the server with --config <project>/${CONFIG_FILE}`,
+    );
+  }
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
     await serveMcpStdio(runtime.cm, {

@@ -1,8 +1,11 @@
 // Live progress of subagents while `codemode run` runs: on a terminal, one line per task redrawn
 // in place (status, label, bytes, time, usage); elsewhere (CODEMODE_PROGRESS=1) a line whenever a
-// task changes status. Reads the task host's records; never touches the program's output.
+// task changes status. Reads the task host's records; never touches the program's output. Labels,
+// errors and ids reach the terminal only through progressLine / forTerminal, so a label cannot
+// carry an escape sequence to it.
 import type { Writable } from "node:stream";
 import type { TaskHost, TaskRecord } from "../tasks/index.js";
+import { forTerminal } from "./io.js";
 import { progressLine } from "./task-view.js";
 
 export type ProgressMode = "tty" | "lines" | "off";
@@ -55,7 +58,7 @@ export class ProgressView {
         const key = `${record.status}`;
         if (this.seen.get(record.id) === key) continue;
         this.seen.set(record.id, key);
-        this.stream.write(`[task ${record.id}] ${progressLine(record, { color: false })}\n`);
+        this.stream.write(`[task ${forTerminal(record.id)}] ${progressLine(record, { color: false })}\n`);
       }
       return;
     }

@@ -4,7 +4,7 @@ import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs, parseDuration, UsageError } from "./args.js";
 import { loadConfig } from "./config.js";
-import { EXIT_FAILED, EXIT_OK, line, readAll, write, type Io } from "./io.js";
+import { EXIT_FAILED, EXIT_OK, line, readAll, write, writeOutput, type Io } from "./io.js";
 import { openRuntime } from "./runtime.js";
 import { ProgressView, progressMode } from "./progress.js";
 
@@ -92,8 +92,9 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
     if (flags.json) {
       await write(io.stdout, JSON.stringify(result, null, 2) + "\n");
     } else {
+      // The program's own text: exact into a pipe, its control characters made visible on a terminal.
       const text = result.content.map((block) => block.text).join("\n");
-      await write(ok ? io.stdout : io.stderr, line(text));
+      await writeOutput(ok ? io.stdout : io.stderr, line(text));
     }
     // Background subagents live as long as this process: say so when closing stops some.
     const active = runtime.cm.tasks.running + runtime.cm.tasks.queued;

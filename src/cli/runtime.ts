@@ -1,11 +1,11 @@
 // One codemode instance as the CLI and the MCP server use it: the configuration's limits and data
-// dir, the workspace toolset on the working directory, and the tools of upstream MCP servers.
-import { mkdirSync } from "node:fs";
+// dir, the workspace toolset, and the tools of upstream MCP servers.
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { createCodemode, type Codemode, type CodemodeOptions } from "../codemode/codemode.js";
 import { connectUpstreams, type Upstreams } from "../mcp/upstream.js";
 import type { Tool } from "../tools/index.js";
+import { ensurePrivateDir } from "../safe-fs.js";
 import { workspaceTools } from "../workspace/index.js";
 import type { CodemodeConfig } from "./config.js";
 
@@ -23,21 +23,39 @@ export interface RuntimeOptions {
   upstream?: boolean;
   /** Keep a sandbox worker warm (default true; commands that run no program skip it). */
   warm?: boolean;
+  /** Where the workspace tools are bound unless the configuration names `workspace.root` (default the working directory); null: not at all. */
+  workspaceRoot?: string | null;
+  /** Keep tasks and sessions in the configuration's data dir (default true); false: in memory. */
+  persist?: boolean;
   /** Declarations budgets (`CodemodeOptions.declarations`), e.g. from `codemode mcp --declarations-budget`. */
   declarations?: CodemodeOptions["declarations"];
 }
 
 export async function openRuntime(config: CodemodeConfig, cwd: string, options: RuntimeOptions = {}): Promise<Runtime> {
-  mkdirSync(config.dataDir, { recursive: true });
+  const dataDir = options.persist === false ? undefined : dataDirOf(config.dataDir);
   const upstreams = await connectUpstreams(options.upstream === false ? {} : config.mcpServers);
   const tools: Tool[] = [];
   let cm: Codemode;
   try {
-    if (config.workspace) tools.push(...workspaceTools({ root: cwd, write: config.workspace.write }));
+    const root = config.workspace ? (config.workspace.root ?? (options.workspaceRoot === undefined ? cwd : options.workspaceRoot)) : null;
+    // The data dir and agent dirs are kept out by createCodemode; the configuration file is the CLI's to name.
+    if (config.workspace && root !== null) tools.push(...workspaceTools({ root, write: config.workspace.write, protect: config.file ? [config.file] : [] }));
     tools.push(...upstreams.tools);
     // Agents: the configured directory first, then the user's own (~/.codemode/agents).
     const agentDirs = [...new Set([config.agentsDir, join(homedir(), ".codemode", "agents")])];
-    cm = await createCodemode({ tools, dataDir: config.dataDir, cwd, agentDirs, limits: config.limits, ...(options.warm === false ? { workers: { min: 0 } } : {}), ...(options.declarations ? { declarations: options.declarations } : {}) });
+    cm = await createCodemode({
+      tools,
+      ...(dataDir ? { dataDir } : {}),
+      cwd,
+      agentDirs,
+      limits: config.limits,
+      // An upstream tool is read-only only when its server (or this configuration) declares it so.
+      readOnlyTools: upstreams.readOnlyTools,
+      // The working directory is always a root; the configuration may add more.
+      tasks: { ...(config.tasks.maxOutputBytes !== undefined ? { maxOutputBytes: config.tasks.maxOutputBytes } : {}), ...(config.tasks.cwdRoots ? { cwdRoots: [cwd, ...config.tasks.cwdRoots] } : {}) },
+      ...(options.warm === false ? { workers: { min: 0 } } : {}),
+      ...(options.declarations ? { declarations: options.declarations } : {}),
+    });
   } catch (error) {
     await upstreams.close();
     throw error;
@@ -55,4 +73,18 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
       }
     },
   };
+}
+
+/**
+ * The data dir, created private (0700) when it can be. One on a read-only mount is used as it is:
+ * the task store then reads what is there and says why nothing can be started.
+ */
+function dataDirOf(dir: string): string {
+  try {
+    return ensurePrivateDir(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EROFS" || code === "EACCES" || code === "EPERM") return dir;
+    throw error;
+  }
 }

@@ -1,8 +1,12 @@
 // Rendering task records for people: the `codemode tasks` table, `codemode task <id>` header and
 // the live progress lines of `codemode run`. Pure functions of records, so they are testable.
+// Every string a record carries may come from a program, a task's text or a child (label, error,
+// stop reason, report): each passes through forTerminal before it is styled, so the only escape
+// sequences in what these return are their own colours.
 import Table from "cli-table3";
 import pc from "picocolors";
 import type { TaskRecord, TaskStatus, Usage } from "../tasks/index.js";
+import { forTerminal as shown } from "./io.js";
 
 export type Colors = ReturnType<typeof pc.createColors>;
 
@@ -23,7 +27,7 @@ export function paint(c: Colors, status: TaskStatus): string {
     case "running":
       return c.cyan(status);
     default:
-      return c.dim(status);
+      return c.dim(shown(status));
   }
 }
 
@@ -43,7 +47,7 @@ export function formatDuration(ms: number): string {
 /** `in 1200 · out 340 · $0.0084 · 3 turns`, or "—" where the host recorded no usage (yet). */
 export function formatUsage(usage: Usage | undefined): string {
   if (!usage) return "—";
-  return `in ${usage.input} · out ${usage.output} · $${usage.cost.toFixed(4)} · ${usage.turns} turn${usage.turns === 1 ? "" : "s"}`;
+  return shown(`in ${usage.input} · out ${usage.output} · $${usage.cost.toFixed(4)} · ${usage.turns} turn${usage.turns === 1 ? "" : "s"}`);
 }
 
 function elapsed(record: TaskRecord, now: number): string {
@@ -51,8 +55,9 @@ function elapsed(record: TaskRecord, now: number): string {
   return formatDuration((record.endedAt ?? now) - record.startedAt);
 }
 
+/** One line of at most `max` characters, its control characters made visible. */
 function cut(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
+  const flat = shown(text.replace(/\s+/g, " ").trim());
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
@@ -67,7 +72,7 @@ export function renderTaskTable(records: readonly TaskRecord[], options: { color
   });
   for (const r of records) {
     const note = r.lostReason ? `${r.lostReason}${r.errorMessage ? `: ${r.errorMessage}` : ""}` : (r.errorMessage ?? r.report?.summary ?? "");
-    table.push([r.id, paint(c, r.status), r.agent, cut(r.label, 30), String(r.depth), formatBytes(r.outputBytes), elapsed(r, now), formatUsage(r.usage), cut(note, 60)]);
+    table.push([shown(r.id), paint(c, r.status), shown(r.agent), cut(r.label, 30), String(r.depth), formatBytes(r.outputBytes), elapsed(r, now), formatUsage(r.usage), cut(note, 60)]);
   }
   return table
     .toString()
@@ -79,23 +84,23 @@ export function renderTaskTable(records: readonly TaskRecord[], options: { color
 /** Summary lines of one task, for `codemode task <id>`. */
 export function renderTaskHeader(r: TaskRecord, options: { color: boolean; now?: number }): string {
   const c = colors(options.color);
-  const lines = [`task ${r.id}  ${paint(c, r.status)}  agent ${r.agent}${r.label !== r.agent ? `  label "${r.label}"` : ""}  depth ${r.depth}`];
-  const facts: string[] = [`driver ${r.driver}`];
+  const lines = [`task ${shown(r.id)}  ${paint(c, r.status)}  agent ${shown(r.agent)}${r.label !== r.agent ? `  label "${shown(r.label)}"` : ""}  depth ${r.depth}`];
+  const facts: string[] = [`driver ${shown(r.driver)}`];
   if (r.startedAt !== undefined) facts.push(`ran ${elapsed(r, options.now ?? Date.now())}`);
   if (r.exitCode !== undefined) facts.push(`exit ${r.exitCode}`);
-  if (r.parentId) facts.push(`parent ${r.parentId}`);
-  if (r.readOnlyTier) facts.push(`read-only ${r.readOnlyTier}`);
+  if (r.parentId) facts.push(`parent ${shown(r.parentId)}`);
+  if (r.readOnlyTier) facts.push(`read-only ${shown(r.readOnlyTier)}`);
   lines.push(facts.join(" · "));
   lines.push(`usage: ${formatUsage(r.usage)}`);
-  if (r.errorMessage) lines.push(c.red(`error: ${r.errorMessage}`));
-  if (r.lostReason) lines.push(c.red(`lost: ${r.lostReason}`));
-  if (r.stopReason) lines.push(`stopped: ${r.stopReason}`);
+  if (r.errorMessage) lines.push(c.red(`error: ${shown(r.errorMessage)}`));
+  if (r.lostReason) lines.push(c.red(`lost: ${shown(r.lostReason)}`));
+  if (r.stopReason) lines.push(`stopped: ${shown(r.stopReason)}`);
   if (r.report) {
-    lines.push(`report (${r.reportChannel}): ${r.report.summary}`);
-    for (const f of r.report.findings) lines.push(`  - ${f.what}: ${f.evidence}`);
-    if (r.report.files_touched.length) lines.push(`  files touched: ${r.report.files_touched.join(", ")}`);
+    lines.push(`report (${shown(String(r.reportChannel))}): ${shown(r.report.summary)}`);
+    for (const f of r.report.findings) lines.push(`  - ${shown(f.what)}: ${shown(f.evidence)}`);
+    if (r.report.files_touched.length) lines.push(`  files touched: ${shown(r.report.files_touched.join(", "))}`);
   } else if (r.reportChannel) {
-    lines.push(`report: ${r.reportChannel}`);
+    lines.push(`report: ${shown(r.reportChannel)}`);
   }
   return lines.join("\n");
 }
@@ -103,7 +108,7 @@ export function renderTaskHeader(r: TaskRecord, options: { color: boolean; now?:
 /** One live progress line: status, label, bytes, usage. */
 export function progressLine(r: TaskRecord, options: { color: boolean; now?: number }): string {
   const c = colors(options.color);
-  const label = r.label === r.agent ? r.agent : `${r.label} (${r.agent})`;
+  const label = cut(r.label === r.agent ? r.agent : `${r.label} (${r.agent})`, 120);
   const parts = [`${"  ".repeat(r.depth > 0 ? r.depth - 1 : 0)}${paint(c, r.status)}`, label, formatBytes(r.outputBytes), elapsed(r, options.now ?? Date.now())];
   if (r.usage) parts.push(formatUsage(r.usage));
   if (r.errorMessage) parts.push(c.red(cut(r.errorMessage, 80)));

@@ -1,10 +1,12 @@
 // `codemode tasks` and `codemode task <id>`: the subagent tasks a data dir holds, read through the
 // runtime's own ptc_task_list / ptc_task_output tools (the table is rendered from their details).
-import { readFileSync } from "node:fs";
+import { closeSync } from "node:fs";
+import { StringDecoder } from "node:string_decoder";
+import { openRegular, readAt } from "../safe-fs.js";
 import { TASK_STATUSES, type TaskRecord } from "../tasks/index.js";
 import { parseArgs, parseDuration, UsageError } from "./args.js";
 import { loadConfig } from "./config.js";
-import { EXIT_FAILED, EXIT_OK, write, type Io } from "./io.js";
+import { EXIT_FAILED, EXIT_OK, write, writeOutput, writeStyled, type Io } from "./io.js";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { renderTaskHeader, renderTaskTable } from "./task-view.js";
 
@@ -43,6 +45,8 @@ async function withRuntime<T>(io: Io, configFile: string | undefined, fn: (runti
   const config = loadConfig(io.cwd, configFile);
   const runtime = await openRuntime(config, io.cwd, { upstream: false, warm: false });
   try {
+    // Rows set aside, a read-only data dir: said once, and the rest is still listed.
+    for (const warning of runtime.cm.tasks.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
     return await fn(runtime);
   } finally {
     await runtime.close();
@@ -101,7 +105,7 @@ export async function tasksCommand(argv: readonly string[], io: Io): Promise<num
       return EXIT_OK;
     }
     if (!flags.watch) {
-      await write(io.stdout, render(list));
+      await writeStyled(io.stdout, render(list));
       return EXIT_OK;
     }
     // --watch: a TTY is redrawn in place; a pipe gets a new table whenever something changed.
@@ -109,8 +113,8 @@ export async function tasksCommand(argv: readonly string[], io: Io): Promise<num
     for (;;) {
       const text = render(list);
       const fingerprint = JSON.stringify(list.tasks.map((t) => [t.id, t.status, t.outputBytes]));
-      if (io.stdout.isTTY) await write(io.stdout, `\x1b[H\x1b[2J${text}`);
-      else if (fingerprint !== last) await write(io.stdout, (last === "" ? "" : "\n") + text);
+      if (io.stdout.isTTY) await writeStyled(io.stdout, `\x1b[H\x1b[2J${text}`);
+      else if (fingerprint !== last) await writeStyled(io.stdout, (last === "" ? "" : "\n") + text);
       last = fingerprint;
       if (!list.tasks.some((t) => ACTIVE.has(t.status))) return EXIT_OK;
       await sleep(interval);
@@ -158,35 +162,68 @@ export async function taskCommand(argv: readonly string[], io: Io): Promise<numb
       await write(io.stderr, `codemode task: ${page.error}\n`);
       return EXIT_FAILED;
     }
-    const fullOutput = (out: OutputResult): string => (out.output_truncated && out.output_full_path ? readFileSync(out.output_full_path, "utf8") : out.output);
     if (flags.json) {
       const { outputPreview: _preview, ...record } = page.record as TaskRecord & { outputPreview?: string };
-      await write(io.stdout, JSON.stringify({ task: record, output: fullOutput(page.out) }, null, 2) + "\n");
-    } else if (!flags.follow) {
-      await write(io.stdout, fullOutput(page.out));
-    } else {
-      let since = 0;
-      const first = fullOutput(page.out);
-      await write(io.stdout, first);
-      since = page.out.output_bytes;
+      // The same text as JSON.stringify({ task, output }, null, 2), with the output streamed in:
+      // a log past V8's longest string (~512 MB) cannot be one value.
+      const json = (text: string) => write(io.stdout, JSON.stringify(text).slice(1, -1));
+      await write(io.stdout, `{\n  "task": ${JSON.stringify(record, null, 2).replace(/\n/g, "\n  ")},\n  "output": "`);
+      if (page.out.output_truncated && page.out.output_full_path) await eachLogChunk(page.out.output_full_path, 0, page.out.output_bytes, json);
+      else await json(page.out.output);
+      await write(io.stdout, `"\n}\n`);
+      return ["failed", "canceled", "lost"].includes(page.out.status) ? EXIT_FAILED : EXIT_OK;
+    }
+    let last = await printPage(io, page.out, 0);
+    if (flags.follow) {
       while (ACTIVE.has(page.out.status)) {
         await sleep(200);
+        const since = page.out.output_bytes;
         const next = await read(since);
         if ("error" in next) {
           await write(io.stderr, `codemode task: ${next.error}\n`);
           return EXIT_FAILED;
         }
         page = next;
-        await write(io.stdout, page.out.output);
-        since = page.out.output_bytes;
+        last = (await printPage(io, page.out, since)) || last;
       }
     }
-    if (!flags.json) {
-      if (io.stdout.isTTY && page.out.output_bytes > 0 && !fullOutput(page.out).endsWith("\n")) await write(io.stdout, "\n");
-      const color = io.stderr.isTTY === true && !io.env.NO_COLOR;
-      const output = page.out.output_bytes > 0 ? "" : "(no output)\n";
-      await write(io.stderr, `${output}${renderTaskHeader(page.record, { color })}\n`);
-    }
+    if (io.stdout.isTTY && page.out.output_bytes > 0 && last !== "\n") await writeOutput(io.stdout, "\n");
+    const color = io.stderr.isTTY === true && !io.env.NO_COLOR;
+    const none = page.out.output_bytes > 0 ? "" : "(no output)\n";
+    await writeStyled(io.stderr, `${none}${renderTaskHeader(page.record, { color })}\n`);
     return ["failed", "canceled", "lost"].includes(page.out.status) ? EXIT_FAILED : EXIT_OK;
   });
+}
+
+const LOG_CHUNK_BYTES = 1024 * 1024;
+
+/**
+ * Prints one page of a task's output read from `since`: the page itself, or — when it was cut to
+ * its tail — the bytes from `since` in the full log, streamed in chunks (never the whole log in
+ * memory). Returns the last character printed ("" when none).
+ */
+async function printPage(io: Io, out: OutputResult, since: number): Promise<string> {
+  if (!(out.output_truncated && out.output_full_path)) {
+    await writeOutput(io.stdout, out.output);
+    return out.output.slice(-1);
+  }
+  let last = "";
+  await eachLogChunk(out.output_full_path, since, out.output_bytes, async (text) => {
+    await writeOutput(io.stdout, text);
+    if (text !== "") last = text.slice(-1);
+  });
+  return last;
+}
+
+/** Decodes bytes `from`..`to` of a task log chunk by chunk; the log is opened without following links. */
+async function eachLogChunk(path: string, from: number, to: number, each: (text: string) => unknown): Promise<void> {
+  const opened = openRegular(path);
+  if (!opened) return;
+  const decoder = new StringDecoder("utf8");
+  try {
+    for (let at = from; at < to; at += LOG_CHUNK_BYTES) await each(decoder.write(readAt(opened.fd, at, Math.min(LOG_CHUNK_BYTES, to - at))));
+    await each(decoder.end());
+  } finally {
+    closeSync(opened.fd);
+  }
 }

@@ -183,8 +183,9 @@ async function runAndFollow(runtime: Runtime, io: Io, text: string, inputs: Reco
       const node = parseLine(raw);
       if (node) lines.push(node);
       if (json) continue;
-      // A line that is not a node's (a log cut short, say) is shown as it is.
-      const shown = node ? nodeLine(node, width) : `${printable(raw)}\n`;
+      // A line that is not a node's (a log cut short, say) is shown as it is. What a node, an
+      // agent or a tool wrote may hold terminal control sequences: write() shows them, never obeys them.
+      const shown = node ? nodeLine(node, width) : `${raw}\n`;
       if (deferLines) held.push(shown);
       else await write(io.stdout, shown);
     }
@@ -224,12 +225,12 @@ async function runAndFollow(runtime: Runtime, io: Io, text: string, inputs: Reco
   const needed = new Set(plan.nodes.flatMap((node) => node.deps));
   for (const node of plan.nodes) {
     if (needed.has(node.id) || !Object.hasOwn(outputs, node.id)) continue;
-    await write(io.stdout, `\n--- ${node.id} ---\n${line(printable(resultText(node, outputs[node.id])))}`);
+    await write(io.stdout, `\n--- ${node.id} ---\n${line(resultText(node, outputs[node.id]))}`);
   }
   const counts = ["succeeded", "failed", "skipped", "canceled"].map((s) => [s, lines.filter((l) => l.status === s).length] as const).filter(([, n]) => n > 0);
   const label = record.label;
-  await write(io.stdout, `\nworkflow "${printable(label)}" ${record.status} (nodes: ${counts.map(([s, n]) => `${n} ${s}`).join(", ")}); usage ${formatUsage(record.usage)}\n`);
-  if (!ok && record.errorMessage) await write(io.stderr, line(`codemode: ${printable(record.errorMessage)}`));
+  await write(io.stdout, `\nworkflow "${label}" ${record.status} (nodes: ${counts.map(([s, n]) => `${n} ${s}`).join(", ")}); usage ${formatUsage(record.usage)}\n`);
+  if (!ok && record.errorMessage) await write(io.stderr, line(`codemode: ${record.errorMessage}`));
   return ok ? EXIT_OK : EXIT_FAILED;
 }
 
@@ -252,7 +253,7 @@ function nodeLine(node: NodeLine, width: number): string {
   }
   if (node.error) parts.push(`${node.error.code}${node.error.reason ? ` (${node.error.reason})` : ""}: ${node.error.message}`);
   if (node.reason) parts.push(node.reason);
-  return `${printable(parts.join("  "))}\n`;
+  return `${parts.join("  ")}\n`;
 }
 
 /** An agent node's result is its text; a tool node's is its text or its JSON. */
@@ -261,7 +262,3 @@ function resultText(node: WorkflowPlan["nodes"][number], output: unknown): strin
   return typeof output === "string" ? output : JSON.stringify(output, null, 2);
 }
 
-/** What a node, an agent or a tool wrote may hold terminal control sequences: they are shown, not obeyed. */
-function printable(text: string): string {
-  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
-}

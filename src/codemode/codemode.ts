@@ -1,7 +1,6 @@
 // `createCodemode()`: the library's front door. It owns the sandbox engine, the tool set (the
 // host's tools plus the runtime's own), per-session stores, and turns every program outcome into
 // a RunResult. It rejects only for misuse of the API.
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { SandboxEngine } from "../engine/engine.js";
 import {
@@ -22,7 +21,10 @@ import {
   type ToolHooks,
 } from "../tools/index.js";
 import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type AgentInput } from "../tasks/index.js";
+import { ensurePrivateDir, PrivateTempDir } from "../safe-fs.js";
+import { keepRuntimeFilesOut } from "../workspace/index.js";
 import { childToolProvider, codemodeScriptRunner, ptcTools } from "../ptc/index.js";
+import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
 import { ptcWorkflowTool } from "../workflow/index.js";
 import { checkLimits, mergeLimits, type Limits } from "./limits.js";
 import { describeReceived as describe } from "../text.js";
@@ -43,14 +45,31 @@ export interface CodemodeOptions {
   dataDir?: string;
   /** Working directory for agents (and the default place agent files are found). */
   cwd?: string;
-  /** Background subagents: running at once per host (default 8), waiting at once (1,000), deepest nesting (3), SIGTERM→SIGKILL grace (5000 ms). */
-  tasks?: { maxRunning?: number; maxQueued?: number; maxDepth?: number; killGraceMs?: number };
+  /**
+   * Background subagents: running at once per host (default 8), waiting at once (1,000), deepest
+   * nesting (3), SIGTERM→SIGKILL grace (5000 ms), output kept per task (16 MiB), longest stdout
+   * line of a line protocol (4 MiB), and the directories a task's `cwd` may be in (default: `cwd`).
+   */
+  tasks?: { maxRunning?: number; maxQueued?: number; maxDepth?: number; killGraceMs?: number; maxOutputBytes?: number; maxLineBytes?: number; cwdRoots?: readonly string[] };
+  /**
+   * Full paths of host tools that never change anything (default: the workspace's read-only
+   * tools). Read-only agents reach only these; an upstream MCP tool counts only when listed here
+   * (connectUpstreams' `readOnlyTools` lists those its servers declare read-only).
+   */
+  readOnlyTools?: readonly string[];
   limits?: Partial<Limits>;
   hooks?: ToolHooks;
   /** Check every view projection against the compact ⊆ full rule at run time. */
   development?: boolean;
   /** Sandbox worker threads: at most `max` runs at once (default 16), `min` kept warm (default 1). */
-  workers?: { max?: number; min?: number };
+  workers?: {
+    max?: number;
+    min?: number;
+    /** Warm session instances each worker keeps between runs (default 4). */
+    idleSessions?: number;
+    /** Memory a worker may keep for its warm sessions after runs (default 8 MiB); past it the worker is replaced, freeing it. */
+    idleBytes?: number;
+  };
   /**
    * Bytes of TypeScript declarations per reader: `prompt`, what ptc_run_code's description carries
    * and cm.declarations() gives by default (8,000); `search`, what one tool_search answer with
@@ -101,11 +120,16 @@ export class Codemode {
     private readonly engine: SandboxEngine,
     private readonly limits: Limits,
     private readonly options: CodemodeOptions,
-    private readonly spillDir: string,
+    /** Where run output past the budget is spilled: `<dataDir>/spill`, or a private temp dir removed on close. */
+    private readonly spill: string | PrivateTempDir,
     /** The background subagents this runtime hosts (what `ptc_*` tools act on). */
     readonly tasks: TaskHost,
     private readonly sessions: SessionStores,
   ) {}
+
+  private get spillDir(): string {
+    return typeof this.spill === "string" ? this.spill : this.spill.path;
+  }
 
   /** @internal */
   addTools(tools: readonly Tool[], kind: "host" | "runtime"): void {
@@ -186,7 +210,7 @@ export class Codemode {
     if (stored && !options.ephemeralSession) {
       // The program ran and its calls took effect: a failed save is reported, not thrown.
       try {
-        this.sessions.save(session);
+        await this.sessions.save(session);
       } catch (error) {
         result.details.warnings.push(`the session "${session}" could not be saved: ${(error as Error).message}`);
       }
@@ -255,6 +279,7 @@ export class Codemode {
     } finally {
       await this.engine.close();
       this.tasks.store.close();
+      if (typeof this.spill !== "string") this.spill.remove();
     }
   }
 
@@ -303,10 +328,17 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     throw new TypeError(`options.agentDirs must be an array of directory paths, got ${describe(options.agentDirs)}`);
   }
   if (options.agents !== undefined && !Array.isArray(options.agents)) throw new TypeError(`options.agents must be an array of agent definitions, got ${describe(options.agents)}`);
+  if (options.readOnlyTools !== undefined && (!Array.isArray(options.readOnlyTools) || options.readOnlyTools.some((path) => typeof path !== "string"))) {
+    throw new TypeError(`options.readOnlyTools must be an array of tool paths, got ${describe(options.readOnlyTools)}`);
+  }
   const cwd = resolve(options.cwd ?? process.cwd());
   const dataDir = options.dataDir === undefined ? undefined : resolve(cwd, options.dataDir);
   const agents = new AgentRegistry({ agents: options.agents ? [...options.agents] : undefined, dirs: options.agentDirs ? [...options.agentDirs] : undefined, cwd });
-  const spillDir = dataDir ? join(dataDir, "spill") : join(tmpdir(), "codemode-spill");
+  // The data dir is the runtime's own: a real directory of this user, 0700 (see safe-fs.ts).
+  if (dataDir) ensurePrivateDir(dataDir);
+  const spill = dataDir ? join(dataDir, "spill") : new PrivateTempDir("codemode-spill");
+  // Workspace tools among the host's never reach the runtime's state nor write its agent files.
+  keepRuntimeFilesOut(tools, { hide: dataDir ? [dataDir] : [], protect: agents.searched });
 
   // Script agents run programs on this very runtime; the runner exists once the runtime does.
   let runScript: ReturnType<typeof codemodeScriptRunner> | undefined;
@@ -321,10 +353,25 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     maxQueued: options.tasks?.maxQueued,
     maxDepth: options.tasks?.maxDepth,
     killGraceMs: options.tasks?.killGraceMs,
+    maxOutputBytes: options.tasks?.maxOutputBytes,
+    maxLineBytes: options.tasks?.maxLineBytes,
+    cwdRoots: options.tasks?.cwdRoots,
     scriptRunner: (code, runOptions) => runScript!(code, runOptions),
     childTools: { list: () => childTools!.list(), call: (name, args, ctx) => childTools!.call(name, args, ctx) },
   });
-  const engine = new SandboxEngine({ maxWorkers: workers.max, minWorkers: workers.min, defaultMemoryBytes: limits.memoryBytes });
+  for (const [key, min, max] of [["idleSessions", 0, 64], ["idleBytes", 0, 16 * 1024 * 1024 * 1024]] as const) {
+    const value = workers[key];
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < min || value > max)) {
+      throw new RangeError(`options.workers.${key} must be an integer from ${min} to ${max}, got ${describe(value)}`);
+    }
+  }
+  const engine = new SandboxEngine({
+    maxWorkers: workers.max,
+    minWorkers: workers.min,
+    defaultMemoryBytes: limits.memoryBytes,
+    ...(workers.idleSessions !== undefined ? { idleSessions: workers.idleSessions } : {}),
+    ...(workers.idleBytes !== undefined ? { idleBytes: workers.idleBytes } : {}),
+  });
   try {
     await engine.start();
   } catch (error) {
@@ -332,7 +379,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     store.close();
     throw error;
   }
-  const cm = new Codemode(engine, limits, options, spillDir, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
+  const cm = new Codemode(engine, limits, options, spill, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
   try {
     const workflow = ptcWorkflowTool({ host: tasks, tools: () => cm.toolList(), hooks: options.hooks, development: options.development ?? false, limits });
     const searchable = (ctx: { taskId?: string }) => cm.visibleTools(ctx).filter((tool) => tool.name !== RUN_CODE_TOOL);
@@ -345,8 +392,13 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     await cm.close();
     throw error;
   }
-  runScript = codemodeScriptRunner(cm);
-  childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), { hooks: options.hooks, boundOutput: spillingBound(spillDir, limits.maxSpillBytes) });
+  const readOnlyTools = options.readOnlyTools ? [...WORKSPACE_READ_ONLY_TOOLS, ...options.readOnlyTools] : undefined;
+  runScript = codemodeScriptRunner(cm, readOnlyTools ? { readOnlyTools } : {});
+  childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), {
+    hooks: options.hooks,
+    boundOutput: spillingBound(typeof spill === "string" ? spill : spill.path, limits.maxSpillBytes),
+    ...(readOnlyTools ? { readOnlyTools } : {}),
+  });
   return cm;
 }
 

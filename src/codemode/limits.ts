@@ -99,5 +99,6 @@ export function engineLimits(limits: Limits): RunLimits {
     storeValueBytes: limits.storeValueBytes,
     storeSessionBytes: limits.storeSessionBytes,
     maxTimers: limits.maxTimers,
+    outputBytes: limits.outputBudget,
   };
 }

@@ -3,9 +3,10 @@
 // Everything is kept in memory while it fits the budget. Past it, the full text goes to a spill
 // file (appended as it arrives, so a flood never sits in memory) and only a head and a tail are
 // kept for the model, joined by a marker that says how much was cut and where the rest is.
-import { closeSync, mkdirSync, openSync, writeSync } from "node:fs";
+import { closeSync, writeSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
+import { createExclusive, ensurePrivateDir } from "../safe-fs.js";
 import { cutToBudget, spillNote, type BoundOutput } from "../tools/budget.js";
 
 export interface RenderedOutput {
@@ -73,9 +74,12 @@ export class OutputCollector {
     if (this.spillCut) return;
     try {
       if (this.spillFd === undefined) {
-        mkdirSync(this.spillDir, { recursive: true });
-        this.spillPath = join(this.spillDir, `${this.runId}.txt`);
-        this.spillFd = openSync(this.spillPath, "w");
+        // A private directory and a new file (0600, never through a link): no one else reads
+        // the full output or swaps it for their own text before the model is pointed at it.
+        ensurePrivateDir(this.spillDir);
+        const path = join(this.spillDir, `${this.runId}.txt`);
+        this.spillFd = createExclusive(path);
+        this.spillPath = path;
       }
       const room = this.maxSpillBytes - this.spilledBytes;
       const buffer = Buffer.from(piece);

@@ -17,17 +17,19 @@ const runOutput = z.object({
       message: z.string(),
       line: z.number().int().optional(),
       column: z.number().int().optional(),
+      hint: z.string().optional(),
     })
     .optional(),
   tool_calls: z.number().int(),
   duration_ms: z.number(),
 });
 
-export const BINDING_CONTRACT = `Run a JavaScript program in a sandbox (QuickJS: no file system, network, require or import).
+export const BINDING_CONTRACT = `Run a JavaScript (or TypeScript: types are stripped) program in a sandbox (QuickJS: no file system, network, require or import).
 Top-level await works; \`return\` ends the program with a value.
-- \`await tools.<name>(args)\` calls a tool: it resolves to the tool's structured result (the types below) or, for tools without an output type, its text; a failure rejects with an Error whose name, code and message say what failed.
+- \`await tools.<name>(args)\` calls a tool: it resolves to the tool's structured result (the types below) or, for tools without an output type, the value the tool returned (\`unknown\`: check it before use); unknown argument keys are refused; a failure rejects with an Error whose name, code and message say what failed, and whose stack names the line where you awaited it.
 - Only \`text(value)\` output reaches you (strings as is, other values as JSON); console.* goes to logs. Print only what you need.
 - \`store(key, value)\` / \`load(key)\` keep JSON values between runs of the same session; \`sleep(ms)\`, setTimeout/clearTimeout work.
+- \`budget()\` returns what is left of this run: { ms_left, tool_calls_left, output_bytes_left }; check it in long loops and print what you have before it runs out.
 - Unawaited tool calls are cancelled when the program ends.`;
 
 export function runCodeTool(cm: Codemode, declarations: string): Tool {

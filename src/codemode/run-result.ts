@@ -3,6 +3,9 @@
 import type { ConsoleLine, ErrorKind, GuestError } from "../engine/protocol.js";
 import type { TextContent } from "../tools/index.js";
 import type { OutputCollector } from "./output.js";
+import type { SourceNote } from "./run.js";
+import { codeFrame } from "./diagnose.js";
+import { formatBytes, takeHead, wellFormed } from "../text.js";
 
 export interface CallRecord {
   id: number;
@@ -17,7 +20,7 @@ export interface CallRecord {
 export type RunStructuredContent = {
   status: "ok" | "error";
   value?: unknown;
-  error?: { kind: ErrorKind; message: string; line?: number; column?: number };
+  error?: { kind: ErrorKind; message: string; line?: number; column?: number; hint?: string };
   tool_calls: number;
   duration_ms: number;
 };
@@ -31,6 +34,8 @@ export interface RunDetails {
   console: ConsoleLine[];
   warnings: string[];
   fullOutputPath?: string;
+  /** The program was taken out of a Markdown fence, or had its TypeScript types stripped. */
+  source?: SourceNote;
 }
 
 export interface RunResult {
@@ -42,13 +47,19 @@ export interface RunResult {
 
 /** Receipt lines listed in `content` on failure; the rest are counted. */
 const RECEIPT_LINES = 20;
+/** Warnings listed in `content`, and the longest shown whole; all stay in `details.warnings`. */
+const CONTENT_WARNINGS = 10;
+const WARNING_CHARS = 600;
 
 export interface RunOutcome {
   runId: string;
   ok: boolean;
   value?: unknown;
   hasValue: boolean;
-  error?: GuestError;
+  error?: GuestError & { hint?: string };
+  /** The program as it ran, for the code frame of a failure. */
+  code?: string;
+  source?: SourceNote;
   durationMs: number;
   calls: CallRecord[];
   callCount: number;
@@ -66,42 +77,79 @@ export function buildRunResult(outcome: RunOutcome): RunResult {
     duration_ms: outcome.durationMs,
   };
   if (outcome.hasValue) structuredContent.value = outcome.value;
-  if (outcome.error) {
-    const error: RunStructuredContent["error"] = { kind: outcome.error.kind, message: outcome.error.message };
-    if (outcome.error.line !== undefined) error.line = outcome.error.line;
-    if (outcome.error.column !== undefined) error.column = outcome.error.column;
+  const failure = outcome.error && { ...outcome.error, message: wellFormed(outcome.error.message), ...(outcome.error.hint === undefined ? {} : { hint: wellFormed(outcome.error.hint) }) };
+  if (failure) {
+    const error: RunStructuredContent["error"] = { kind: failure.kind, message: failure.message };
+    if (failure.line !== undefined) error.line = failure.line;
+    if (failure.column !== undefined) error.column = failure.column;
+    if (failure.hint !== undefined) error.hint = failure.hint;
     structuredContent.error = error;
+  }
+
+  const warnings = outcome.warnings.map(wellFormed);
+  const printed = outcome.output.totalBytes > 0;
+  if (outcome.hasValue && printed) {
+    const bytes = Buffer.byteLength(JSON.stringify(outcome.value) ?? "");
+    warnings.push(`the return value (${formatBytes(bytes)} of JSON) is not shown because the program printed with text(); text() it to see it here`);
+  }
+  if (!printed && outcome.console.length > 0) {
+    const one = outcome.console.length === 1;
+    warnings.push(`the program wrote ${outcome.console.length} console line${one ? "" : "s"}, which ${one ? "does" : "do"} not reach you (console.* goes to logs): print with text()`);
   }
 
   let header = "";
   let footer = "";
-  if (outcome.error) {
-    const at = outcome.error.line !== undefined ? ` (line ${outcome.error.line}, column ${outcome.error.column ?? 1})` : "";
-    header = `Script failed (${outcome.error.kind}): ${outcome.error.message}${at}`;
+  if (failure) {
+    const at = failure.line !== undefined ? ` (line ${failure.line}, column ${failure.column ?? 1})` : "";
+    header = `Script failed (${failure.kind}): ${failure.message}${at}`;
+    const frame = failure.line !== undefined && outcome.code !== undefined ? codeFrame(outcome.code, failure.line, failure.column) : "";
+    if (frame) header += `\n${frame}`;
+    if (failure.hint) header += `\n${failure.hint}`;
     footer = receipt(outcome.calls, outcome.callCount);
   }
   const separators = (header ? 1 : 0) + (footer ? 1 : 0);
-  const room = Math.max(0, outcome.outputBudget - Buffer.byteLength(header) - Buffer.byteLength(footer) - separators * 2);
+  let room = Math.max(0, outcome.outputBudget - Buffer.byteLength(header) - Buffer.byteLength(footer) - separators * 2);
+  // What the model must act on, bounded: at most half of what is left, the rest in details.warnings.
+  let notes = warningsText(warnings);
+  if (notes) {
+    if (Buffer.byteLength(notes) + 2 > room / 2) notes = cut(notes, Math.floor(room / 2) - 2);
+    if (notes) room = Math.max(0, room - Buffer.byteLength(notes) - 2);
+  }
   const rendered = outcome.output.render(room);
   let body = rendered.text;
-  if (!outcome.error && body === "") {
+  if (!failure && body === "") {
     body = outcome.hasValue ? renderValue(outcome.value, room) : "(no output)";
   }
-  const text = [header, body, footer].filter((part) => part !== "").join("\n\n");
+  const text = wellFormed([header, body, notes, footer].filter((part) => part !== "").join("\n\n"));
 
   const details: RunDetails = {
     runId: outcome.runId,
     durationMs: outcome.durationMs,
     calls: outcome.calls,
-    console: outcome.console,
-    warnings: outcome.warnings,
+    // A lone surrogate (from text(), a tool, a thrown value) reaches no reader: each becomes U+FFFD.
+    console: outcome.console.some((line) => wellFormed(line.text) !== line.text) ? outcome.console.map((line) => ({ level: line.level, text: wellFormed(line.text) })) : outcome.console,
+    warnings,
   };
   if (outcome.callsOmitted > 0) details.callsOmitted = outcome.callsOmitted;
   if (rendered.fullOutputPath) details.fullOutputPath = rendered.fullOutputPath;
+  if (outcome.source && Object.keys(outcome.source).length > 0) details.source = outcome.source;
 
   const result: RunResult = { content: [{ type: "text", text }], structuredContent, details };
   if (!outcome.ok) result.isError = true;
   return result;
+}
+
+function warningsText(warnings: readonly string[]): string {
+  if (warnings.length === 0) return "";
+  const lines = warnings.slice(0, CONTENT_WARNINGS).map((warning) => `- ${warning.length > WARNING_CHARS ? `${warning.slice(0, WARNING_CHARS)}…` : warning}`);
+  if (warnings.length > CONTENT_WARNINGS) lines.push(`- … and ${warnings.length - CONTENT_WARNINGS} more in details.warnings`);
+  return `Warnings:\n${lines.join("\n")}`;
+}
+
+function cut(text: string, bytes: number): string {
+  if (bytes < 40) return "";
+  const marker = "\n[… more warnings in details.warnings]";
+  return takeHead(text, bytes - Buffer.byteLength(marker)) + marker;
 }
 
 function renderValue(value: unknown, room: number): string {

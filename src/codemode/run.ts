@@ -4,17 +4,28 @@
 import { randomUUID } from "node:crypto";
 import type { SandboxEngine } from "../engine/engine.js";
 import type { ConsoleLine, DoneMessage, GuestError } from "../engine/protocol.js";
-import { guestError, guestValue, invokeTool, ToolError, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
+import { guestError, invokeToolForProgram, ToolError, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
 import { engineLimits, type Limits } from "./limits.js";
 import { formatBytes } from "../text.js";
 import { OutputCollector } from "./output.js";
 import { buildRunResult, type CallRecord, type RunResult } from "./run-result.js";
 import { jsonDepth, MAX_VALUE_DEPTH, parseGuestJson } from "./guest-json.js";
+import { stripTypes, unfence, type FenceNote } from "./source.js";
+import { diagnose, floatingCalls, mayDropPromises, type Diagnosis, type Floating } from "./diagnose.js";
 
 /** Calls listed in `details.calls`; past it they are counted. */
 const CALL_RECORDS = 200;
 const ARGS_PREVIEW = 200;
 const CONSOLE_LINES = 500;
+/**
+ * Programs longer than this are run as they are and not analysed: stripping types and parsing
+ * happen on the host's own thread (~1 ms per 10 KB), and no model writes a program this long.
+ */
+const MAX_ANALYSED_CHARS = 512 * 1024;
+/** Tools whose results say how polled tasks stand: a deadline reached while polling names the last statuses. */
+const TASK_TOOLS = new Set(["ptc_task_output", "ptc_task_list", "ptc_subagent"]);
+/** Tasks whose last seen status is kept. */
+const TASK_STATUSES = 50;
 
 export interface RunEnvironment {
   engine: SandboxEngine;
@@ -51,6 +62,14 @@ interface CallState {
   argsJson: string;
 }
 
+/** How the program that ran differs from the text that was sent: noted in `details.source`. */
+export interface SourceNote {
+  /** The program came inside a Markdown code fence. */
+  fence?: FenceNote;
+  /** TypeScript types were stripped (positions kept). */
+  typescript?: true;
+}
+
 export async function executeRun(env: RunEnvironment, settings: RunSettings): Promise<RunResult> {
   const runId = randomUUID();
   const started = performance.now();
@@ -61,45 +80,61 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   const records: CallRecord[] = [];
   const warnings: string[] = [];
   const queue: CallState[] = [];
+  const callsByTool = new Map<string, number>();
+  const taskStatuses = new Map<string, string>();
   let callCount = 0;
   let running = 0;
   let ended = false;
 
-  const handle = env.engine.run(
-    {
-      type: "run",
-      runId,
-      abortSeq: 0,
-      code: settings.code,
-      session: settings.session,
-      limits: engineLimits(limits),
-      deadline: 0,
-      tools: [...env.tools.keys()],
-      globals: settings.globals,
-      store: Object.fromEntries(env.store),
+  const source: SourceNote = {};
+  let code = settings.code;
+  const fenced = unfence(code);
+  if (fenced) {
+    code = fenced.code;
+    source.fence = fenced.fence;
+  }
+  /** The program as the user wrote it (fences taken out): code frames and hints quote it; stripping keeps positions. */
+  const written = code;
+
+  const callbacks = {
+    onCall(callId: number, path: string, argsJson: string) {
+      callCount++;
+      callsByTool.set(path, (callsByTool.get(path) ?? 0) + 1);
+      const record: CallRecord = { id: callId, tool: path, args: preview(argsJson), status: "ok", durationMs: 0 };
+      if (records.length < CALL_RECORDS) records.push(record);
+      const state: CallState = { record, controller: new AbortController(), started: 0, finished: false, tool: env.tools.get(path), argsJson };
+      calls.set(callId, state);
+      if (running < limits.maxInFlight) start(state, callId);
+      else queue.push(state);
     },
-    {
-      onCall(callId, path, argsJson) {
-        callCount++;
-        const record: CallRecord = { id: callId, tool: path, args: preview(argsJson), status: "ok", durationMs: 0 };
-        if (records.length < CALL_RECORDS) records.push(record);
-        const state: CallState = { record, controller: new AbortController(), started: 0, finished: false, tool: env.tools.get(path), argsJson };
-        calls.set(callId, state);
-        if (running < limits.maxInFlight) start(state, callId);
-        else queue.push(state);
-      },
-      onFlush(text, lines) {
-        if (text.length) output.append(text);
-        if (text.length) env.onOutput?.(text);
-        for (const line of lines) if (consoleLines.length < CONSOLE_LINES) consoleLines.push(line);
-      },
-      onStore(key, json) {
-        if (json === undefined) env.store.delete(key);
-        else env.store.set(key, json);
-        env.onStored?.();
-      },
+    onFlush(text: string[], lines: ConsoleLine[]) {
+      if (text.length) output.append(text);
+      if (text.length) env.onOutput?.(text);
+      for (const line of lines) if (consoleLines.length < CONSOLE_LINES) consoleLines.push(line);
     },
-  );
+    onStore(key: string, json: string | undefined) {
+      if (json === undefined) env.store.delete(key);
+      else env.store.set(key, json);
+      env.onStored?.();
+    },
+  };
+  const launch = (program: string) =>
+    env.engine.run(
+      {
+        type: "run",
+        runId,
+        abortSeq: 0,
+        code: program,
+        session: settings.session,
+        limits: engineLimits(limits),
+        deadline: 0,
+        tools: [...env.tools.keys()],
+        globals: settings.globals,
+        store: Object.fromEntries(env.store),
+      },
+      callbacks,
+    );
+  let handle = launch(code);
 
   function start(state: CallState, callId: number): void {
     running++;
@@ -117,17 +152,22 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     if (settings.resultView && tool.hasResultViews && input && typeof input === "object" && !Array.isArray(input) && !Object.hasOwn(input, "result_view")) {
       input = { ...(input as Record<string, unknown>), result_view: settings.resultView };
     }
-    const result = await invokeTool(tool, input, {
+    const value = await invokeToolForProgram(tool, input, {
       ctx: { signal: state.controller.signal, callId: `${runId}:${state.record.id}`, runId, depth: settings.depth, ...(settings.taskId ? { taskId: settings.taskId } : {}) },
       hooks: env.hooks,
       // The program, not the model, reads this result: the crossing limit bounds it, not the output
       // budget, and the model's text of a tool with an output is never built.
       outputBudget: Infinity,
-      audience: "program",
       development: env.development,
     });
-    // A result flagged as an error rejects in the program, like a thrown one.
-    const json = JSON.stringify(guestValue(tool, result) ?? null);
+    if (TASK_TOOLS.has(tool.name)) noteStatuses(value);
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(value);
+    } catch (error) {
+      throw new ToolError("tool_output_invalid", `tools.${state.record.tool}() returned a value that is not JSON (${(error as Error).message}); the tool must return JSON data`);
+    }
+    json ??= "null";
     const bytes = Buffer.byteLength(json);
     if (bytes > limits.maxCrossingBytes) {
       throw new ToolError(
@@ -136,6 +176,22 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
       );
     }
     return json;
+  }
+
+  /** The last status seen of each task, from ptc_* results, for a run that ends while polling. */
+  function noteStatuses(value: unknown): void {
+    const note = (record: unknown): void => {
+      if (!record || typeof record !== "object") return;
+      const { task_id: taskId, id, status } = record as Record<string, unknown>;
+      const key = typeof taskId === "string" ? taskId : typeof id === "string" ? id : undefined;
+      if (key === undefined || typeof status !== "string") return;
+      taskStatuses.delete(key);
+      taskStatuses.set(key, status);
+      if (taskStatuses.size > TASK_STATUSES) taskStatuses.delete(taskStatuses.keys().next().value as string);
+    };
+    note(value);
+    const tasks = (value as { tasks?: unknown } | null)?.tasks;
+    if (Array.isArray(tasks)) for (const task of tasks.slice(0, TASK_STATUSES)) note(task);
   }
 
   function finish(state: CallState, callId: number, ok: boolean, payload: unknown): void {
@@ -162,8 +218,30 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   }
 
   let done: DoneMessage;
+  let diagnosis: Diagnosis = {};
+  /** The run's last output arrives with its result, after every flush before it. */
+  const takeOutput = (message: DoneMessage): DoneMessage => {
+    if (message.text || message.console) callbacks.onFlush(message.text ?? [], message.console ?? []);
+    return message;
+  };
   try {
-    done = await handle.done;
+    done = takeOutput(await handle.done);
+    // Compiling runs nothing, so a program QuickJS refused can be tried again as TypeScript.
+    if (done.error?.kind === "syntax" && !settings.signal?.aborted && analysable(code, done.error)) {
+      const stripped = await stripTypes(code).catch(() => undefined);
+      if (stripped?.unsupported) {
+        const { construct, line, column, fix } = stripped.unsupported;
+        source.typescript = true;
+        done = { ...done, error: { kind: "syntax", message: `TypeScript ${construct} is not supported: it needs generated code, and only types are stripped here`, line, column } };
+        diagnosis = { hint: fix };
+      } else if (stripped?.changed) {
+        source.typescript = true;
+        code = stripped.code;
+        handle = launch(code);
+        if (settings.signal?.aborted) handle.abort();
+        done = takeOutput(await handle.done);
+      }
+    }
   } catch (error) {
     output.close();
     throw error;
@@ -173,17 +251,48 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   ended = true;
 
   // Whatever the program left running is cancelled: its signal fires and the receipt says so.
+  const cancelled: CallState[] = [];
   for (const state of calls.values()) {
     if (state.finished) continue;
     state.finished = true;
     state.record.status = "cancelled";
     state.record.durationMs = state.started ? round(performance.now() - state.started) : 0;
     state.controller.abort(new Error("the program ended before this call finished"));
-    // "Missing await" only fits a program that ended on its own; a stopped one was still waiting.
-    const why = done.ok ? " — missing await?" : ` when the run stopped (${done.error?.kind ?? "error"})`;
-    warnings.push(`tools.${state.record.tool}(${state.record.args}) was still pending and was cancelled${why}`);
+    cancelled.push(state);
   }
   queue.length = 0;
+
+  // Promises the program dropped: found by a parse only when a text check or a cancelled call says there may be some.
+  const analysed = analysable(code, done.error);
+  const floating = analysed && (cancelled.length > 0 || mayDropPromises(code)) ? await floatingCalls(code, env.tools).catch(() => [] as Floating[]) : [];
+  const sites = new Map<string, Floating[]>();
+  for (const site of floating) if (site.kind === "tool") sites.set(site.callee, [...(sites.get(site.callee) ?? []), site]);
+  for (const state of cancelled) {
+    const site = sites.get(`tools.${state.record.tool}`);
+    const at = site?.length === 1 ? ` at line ${site[0]!.line}` : "";
+    // "Missing await" only fits a program that ended on its own; a stopped one was still waiting.
+    const why = done.ok ? ` — missing await?${at ? ` Write await tools.${state.record.tool}(…).` : ""}` : ` when the run stopped (${done.error?.kind ?? "error"})`;
+    warnings.push(`tools.${state.record.tool}(${state.record.args})${at} was still pending and was cancelled${why}`);
+  }
+  for (const site of floating) {
+    if (site.kind === "forEach") {
+      warnings.push(`${site.callee}(async …) at line ${site.line} does not wait for its callbacks: their tool calls are cancelled when the program ends and their errors are lost — write for (const item of …) { await … } or await Promise.all(items.map(async (item) => …))`);
+      continue;
+    }
+    if (site.kind === "combinator") {
+      warnings.push(`${site.callee}(…) at line ${site.line} is not awaited, so the program does not wait for it — write await ${site.callee}(…)`);
+      continue;
+    }
+    if (site.kind === "async") {
+      warnings.push(`${site.callee}() at line ${site.line} calls an async function without await, so the program does not wait for it: its errors are lost and its tool calls are cancelled when the program ends — write await ${site.callee}()`);
+      continue;
+    }
+    const path = site.callee.slice("tools.".length);
+    if (cancelled.some((state) => state.record.tool === path)) continue;
+    const failed = records.find((record) => record.tool === path && record.status === "error");
+    const outcome = failed ? `; it failed and nothing caught it: ${failed.error}` : "";
+    warnings.push(`${site.callee}(…) at line ${site.line} is neither awaited nor kept, so the program does not wait for it${outcome} — write await ${site.callee}(…)`);
+  }
 
   let value: unknown;
   let hasValue = false;
@@ -198,12 +307,32 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
       hasValue = true;
     }
   }
+  let error = done.error && boundMessage(done.error);
+  if (error) {
+    if (diagnosis.hint === undefined && analysed) {
+      diagnosis = await diagnose({
+        code,
+        source: written,
+        error,
+        tools: env.tools,
+        resultView: settings.resultView,
+        timeoutMs: limits.timeoutMs,
+        maxToolCalls: limits.maxToolCalls,
+        callsByTool,
+        taskStatuses,
+        failedCalls: records.filter((record) => record.status === "error"),
+      });
+    }
+    error = withDiagnosis(error, diagnosis);
+  }
   return buildRunResult({
     runId,
     ok: done.ok,
     value,
     hasValue,
-    error: done.error && boundMessage(done.error),
+    error,
+    code: written,
+    source,
     durationMs: round(performance.now() - started),
     calls: records,
     callCount,
@@ -213,6 +342,27 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     output,
     outputBudget: limits.outputBudget,
   });
+}
+
+/**
+ * Whether the host reads the program (to strip types or diagnose): not when it is too long, nor
+ * when QuickJS's own parser ran out of stack on it (nesting that deep would only cost the host's
+ * parsers the same, on the host's thread).
+ */
+function analysable(code: string, error: GuestError | undefined): boolean {
+  return code.length <= MAX_ANALYSED_CHARS && !(error?.kind === "syntax" && /stack overflow/i.test(error.message));
+}
+
+/** The engine's error with what diagnosis found: a clearer message, the fix, a position it lacked. */
+function withDiagnosis(error: GuestError & { hint?: string }, diagnosis: Diagnosis): GuestError & { hint?: string } {
+  const out: GuestError & { hint?: string } = { ...error };
+  if (diagnosis.message !== undefined) out.message = diagnosis.message;
+  if (diagnosis.hint !== undefined) out.hint = diagnosis.hint;
+  if (diagnosis.line !== undefined && (error.line === undefined || diagnosis.message !== undefined || diagnosis.relocated)) {
+    out.line = diagnosis.line;
+    out.column = diagnosis.column;
+  }
+  return out;
 }
 
 /** Longest failure message kept; it reaches the model in content, so it must not flood the budget. */

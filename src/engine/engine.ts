@@ -6,7 +6,8 @@
 // worker takes its WASM instances with it; a replacement is started at once.
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
-import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
+import { compiledModule } from "./wasm-module.js";
+import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, LayoutMessage, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
 
 /** Workers that may die before becoming ready, in a row, before queued runs are failed instead of retried. */
 const START_ATTEMPTS = 3;
@@ -14,6 +15,8 @@ const START_ATTEMPTS = 3;
 const AFFINITY_SESSIONS = 8;
 /** How long past the deadline (or an abort) a worker may take to answer before it is terminated. */
 const HARD_STOP_GRACE_MS = 400;
+/** Memory a worker may keep for its warm sessions before it is replaced. */
+const DEFAULT_IDLE_BYTES = 8 * 1024 * 1024;
 
 export interface EngineOptions {
   /** Upper bound on worker threads (concurrent runs); further runs wait in FIFO order. */
@@ -26,6 +29,14 @@ export interface EngineOptions {
   defaultMemoryBytes: number;
   /** V8 heap of each worker thread, in MiB (its own JavaScript, not the guest's memory; default 512). */
   workerHeapMb?: number;
+  /** Warm session instances each worker keeps between runs (default 4); the least recently used goes first. */
+  idleSessions?: number;
+  /**
+   * Memory a worker may keep resident for its warm sessions after its runs (default 8 MiB). A
+   * program that grew its instance's memory past it gets its worker replaced once it ends, so the
+   * host returns to its baseline instead of keeping the high-water mark of every session.
+   */
+  idleBytes?: number;
 }
 
 export interface RunCallbacks {
@@ -83,6 +94,9 @@ export class SandboxEngine {
   /** Workers that exited before they were ready, in a row. */
   private startFailures = 0;
   private abortSeq = 0;
+  private replaced = 0;
+  /** Where the allocator keeps its break: the first worker finds it, later ones are told. */
+  private layout: LayoutMessage["layout"] | undefined;
 
   constructor(private readonly options: EngineOptions) {
     this.maxWorkers = options.maxWorkers ?? 16;
@@ -99,6 +113,11 @@ export class SandboxEngine {
 
   get workerCount(): number {
     return this.slots.size;
+  }
+
+  /** Workers replaced because they held more memory than warm sessions may keep. */
+  get workersReplaced(): number {
+    return this.replaced;
   }
 
   run(request: RunRequest, callbacks: RunCallbacks): RunHandle {
@@ -155,7 +174,16 @@ export class SandboxEngine {
     const settles = new MessageChannel();
     settles.port1.unref();
     const worker = new Worker(this.entry, {
-      workerData: { prelude: this.prelude, abortBuffer, maxInstances: 4, defaultMemoryBytes: this.options.defaultMemoryBytes, settlePort: settles.port2 },
+      workerData: {
+        prelude: this.prelude,
+        abortBuffer,
+        maxInstances: this.options.idleSessions ?? 4,
+        maxHeldBytes: this.options.idleBytes ?? DEFAULT_IDLE_BYTES,
+        defaultMemoryBytes: this.options.defaultMemoryBytes,
+        settlePort: settles.port2,
+        wasmModule: compiledModule(),
+        ...(this.layout ? { layout: this.layout } : {}),
+      },
       transferList: [settles.port2],
       // A large native stack lets QuickJS's own stack limit trip first, as a catchable RangeError.
       resourceLimits: { stackSizeMb: 32, maxOldGenerationSizeMb: this.options.workerHeapMb ?? 512 },
@@ -174,6 +202,10 @@ export class SandboxEngine {
       exited: false,
     };
     worker.on("message", (message: WorkerToHost) => {
+      if (message.type === "layout") {
+        this.layout ??= message.layout;
+        return;
+      }
       if (message.type === "ready") {
         slot.isReady = true;
         this.startFailures = 0;
@@ -194,7 +226,7 @@ export class SandboxEngine {
 
   private onMessage(slot: Slot, message: WorkerToHost): void {
     const active = slot.active;
-    if (!active || active.finished || message.type === "ready" || message.runId !== active.request.runId) return;
+    if (!active || active.finished || message.type === "ready" || message.type === "layout" || message.runId !== active.request.runId) return;
     switch (message.type) {
       case "call":
         active.callbacks.onCall(message.callId, message.path, message.args);
@@ -247,6 +279,16 @@ export class SandboxEngine {
     active.finished = true;
     clearTimeout(active.hardStop);
     if (slot.active === active) slot.active = undefined;
+    if (done.retire && !slot.exited) {
+      // The worker holds more memory than warm sessions may keep: replace it (before dispatching,
+      // so no queued run is handed to it). Its sessions start on a fresh instance next time.
+      this.slots.delete(slot);
+      slot.exited = true;
+      clearTimeout(slot.idleTimer);
+      this.replaced++;
+      // The replacement starts once the old thread is gone, so the two never hold memory at once.
+      void slot.worker.terminate().finally(() => this.refill());
+    }
     if (!slot.exited) {
       // Affinity only: the worker keeps a few instances and drops the oldest, so the set is bounded too.
       slot.sessions.delete(active.request.session);

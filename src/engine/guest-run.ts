@@ -9,7 +9,7 @@ import type { WasmInstance } from "./wasm-instance.js";
 import { newGuestString } from "./fast-string.js";
 import { formatBytes } from "../text.js";
 import { closestNames } from "../tools/identifiers.js";
-import type { ConsoleLine, DoneMessage, ErrorKind, GuestError, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
+import type { ConsoleLine, DoneMessage, ErrorKind, GuestError, RunRequest, SettleMessage, Stall, WorkerToHost } from "./protocol.js";
 
 /** The program is wrapped so that top-level `await` and `return` work; kept on line 1 so line numbers match. */
 const PROGRAM_PREFIX = "(async () => {";
@@ -22,6 +22,8 @@ const CONSOLE_LINES = 500;
 /** How long a run waiting on tool calls polls for their results before sleeping on the event loop. */
 const SETTLE_SPIN_MS = 0.2;
 const CONSOLE_LINE_CHARS = 2_000;
+/** setTimeout callbacks whose exceptions are reported one by one; the rest are counted. */
+const UNCAUGHT_REPORTED = 5;
 
 type StopReason = "timeout" | "aborted" | "call_limit" | "deadlock";
 
@@ -46,6 +48,7 @@ export class GuestRun {
   /** The prelude's pristine JSON.parse: builds guest strings that newString would cut at a NUL. */
   private fromJson: QuickJSHandle | undefined;
   private storeBytes = 0;
+  private uncaughtCount = 0;
   private pendingText: string[] = [];
   private pendingTextBytes = 0;
   private pendingConsole: ConsoleLine[] = [];
@@ -54,6 +57,14 @@ export class GuestRun {
   private readonly warnings: string[] = [];
   private wake: (() => void) | undefined;
   private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  /** UTF-8 bytes of text() output so far, joining newlines included: what budget() reports. */
+  private textBytes = 0;
+  private textPieces = 0;
+  /** When the program last resumed after waiting: a stop long after it means it never yielded. */
+  private runningSince = 0;
+  private waits = 0;
+  /** Busy time when the deadline interrupted running bytecode (undefined: it was waiting). */
+  private busyAtStop: number | undefined;
 
   constructor(
     private readonly instance: WasmInstance,
@@ -78,10 +89,17 @@ export class GuestRun {
     const deferred = this.inflight.get(message.callId);
     if (!deferred) return;
     this.inflight.delete(message.callId);
-    const value = message.ok ? newGuestString(this.context, message.json) : this.newGuestError(JSON.parse(message.json));
-    if (message.ok) deferred.resolve(value);
-    else deferred.reject(value);
-    value.dispose();
+    if (message.ok) {
+      // The prelude parses it with its pristine JSON.parse.
+      const json = newGuestString(this.context, message.json);
+      deferred.resolve(json);
+      json.dispose();
+    } else {
+      // No stack yet: QuickJS gives it the frame of the program's await that first throws it.
+      const error = this.newGuestError(JSON.parse(message.json));
+      deferred.reject(error);
+      error.dispose();
+    }
     deferred.dispose();
     this.wake?.();
   }
@@ -155,8 +173,13 @@ export class GuestRun {
     if (instance.heapExhausted > this.heapExhaustedAtStart) discarded = true;
     if (discarded) instance.dead = true;
     if (this.consoleDropped > 0) this.warnings.push(`${this.consoleDropped} console lines were dropped (limit ${CONSOLE_LINES} per run)`);
-    this.flush();
-    return { type: "done", runId: request.runId, ...outcome, warnings: this.warnings, pendingCalls, instanceDiscarded: discarded };
+    const done: DoneMessage = { type: "done", runId: request.runId, ...outcome, warnings: this.warnings, pendingCalls, instanceDiscarded: discarded };
+    // The last output rides on the result: one message fewer on every run that printed.
+    if (this.pendingText.length > 0) done.text = this.pendingText.length > 1 ? [this.pendingText.join("\n")] : this.pendingText;
+    if (this.pendingConsole.length > 0) done.console = this.pendingConsole;
+    this.pendingText = [];
+    this.pendingConsole = [];
+    return done;
   }
 
   private shouldInterrupt(): boolean {
@@ -167,6 +190,7 @@ export class GuestRun {
     }
     if (Date.now() > this.request.deadline) {
       this.stopReason = "timeout";
+      this.busyAtStop = performance.now() - this.runningSince;
       return true;
     }
     return false;
@@ -181,7 +205,7 @@ export class GuestRun {
     context.setProp(context.global, "__codemode_config", config);
     config.dispose();
 
-    const preludeResult = context.evalCode(this.prelude, PRELUDE_FILE, { type: "global", strict: true });
+    const preludeResult = context.evalCode(compactPrelude(this.prelude), PRELUDE_FILE, { type: "global", strict: true });
     if (preludeResult.error) {
       const description = context.dump(preludeResult.error);
       preludeResult.error.dispose();
@@ -196,10 +220,13 @@ export class GuestRun {
     runtime.setInterruptHandler(() => this.shouldInterrupt());
     try {
       if (this.shouldInterrupt()) return { ok: false, error: this.stopError() };
+      this.runningSince = performance.now();
       const evaluated = context.evalCode(PROGRAM_PREFIX + request.code + PROGRAM_SUFFIX, PROGRAM_FILE, { type: "global" });
       if (evaluated.error) {
-        const error = this.describeError(describe, evaluated.error);
+        // Only a failure to compile is a syntax error: the body of the async wrapper runs later.
+        const error = this.describeError(describe, evaluated.error, true);
         evaluated.error.dispose();
+        if (this.stopReason) return { ok: false, error: this.stopError() };
         return { ok: false, error };
       }
       const program = evaluated.value;
@@ -264,11 +291,17 @@ export class GuestRun {
         this.flush();
         // A fast tool answers within microseconds; waking through the event loop costs more than
         // the call. So wait briefly in place for the answer before yielding to the event loop.
-        if (this.inflight.size > 0 && this.spinForSettle()) continue;
+        if (this.inflight.size > 0 && this.spinForSettle()) {
+          this.waits++;
+          this.runningSince = performance.now();
+          continue;
+        }
         await new Promise<void>((resolve) => {
           this.wake = resolve;
         });
         this.wake = undefined;
+        this.waits++;
+        this.runningSince = performance.now();
       }
     } finally {
       clearTimeout(this.deadlineTimer);
@@ -308,7 +341,26 @@ export class GuestRun {
     return { ok: true, valueJson: json };
   }
 
+  /**
+   * The error of a stopped run. (No line: QuickJS's interrupt error names the start of the
+   * interrupted frame, not where it was, which would point a model at the wrong line.)
+   */
   private stopError(): GuestError {
+    const error = this.stopMessage();
+    if (this.stopReason === "timeout") error.stall = this.stall();
+    return error;
+  }
+
+  private stall(): Stall {
+    return {
+      busyMs: Math.round(this.busyAtStop ?? 0),
+      waits: this.waits,
+      pendingCalls: this.inflight.size,
+      pendingTimers: this.timers.size,
+    };
+  }
+
+  private stopMessage(): GuestError {
     const limits = this.request.limits;
     switch (this.stopReason) {
       case "aborted":
@@ -326,7 +378,7 @@ export class GuestRun {
   }
 
   /** Turn a thrown guest value into a GuestError, reading it through the prelude (never a naive dump). */
-  private describeError(describe: QuickJSHandle, thrown: QuickJSHandle): GuestError {
+  private describeError(describe: QuickJSHandle, thrown: QuickJSHandle, compiling = false): GuestError {
     const { context } = this;
     let info: { name?: string; message?: string; stack?: string; thrown?: boolean } = {};
     const described = context.callFunction(describe, context.undefined, thrown);
@@ -349,7 +401,7 @@ export class GuestRun {
     if (info.thrown && message === "null" && this.nearMemoryLimit()) {
       return { kind: "memory", message: `out of memory: the program reached its ${formatBytes(this.request.limits.memoryBytes)} memory limit` };
     }
-    const kind = classify(name, message);
+    const kind = classify(name, message, compiling);
     const error: GuestError = { kind, message: name && !info.thrown ? `${name}: ${message}` : message };
     if (name) error.name = name;
     const position = userPosition(info.stack);
@@ -400,6 +452,15 @@ export class GuestRun {
         return undefined;
       case "unknownTool":
         return this.guestString(unknownToolMessage(this.request.tools, context.getString(args[1]), this.jsonArg(args[2])));
+      case "reentrant":
+        return context.newString(
+          `tools.${context.getString(args[1])}() was called while the arguments of tools.${context.getString(args[2])}() were being converted to JSON (by a toJSON method or a getter); compute the values first and pass plain data`,
+        );
+      case "budget":
+        return context.newString(JSON.stringify(this.budget()));
+      case "uncaught":
+        this.uncaught(context.getString(args[1]));
+        return undefined;
       default:
         throw new TypeError(`unknown host operation ${JSON.stringify(op)}`);
     }
@@ -454,7 +515,33 @@ export class GuestRun {
     value.dispose();
   }
 
+  /** What is left of the run's limits, as `budget()` returns it. */
+  private budget(): { ms_left: number; tool_calls_left: number; output_bytes_left: number | null } {
+    const limits = this.request.limits;
+    return {
+      ms_left: Math.max(0, this.request.deadline - Date.now()),
+      tool_calls_left: Math.max(0, limits.maxToolCalls - this.callCount),
+      output_bytes_left: limits.outputBytes === undefined ? null : Math.max(0, limits.outputBytes - this.textBytes),
+    };
+  }
+
+  /** An exception nothing could catch (a setTimeout callback's): reported, the run goes on. */
+  private uncaught(json: string): void {
+    let info: { name?: string; message?: string; stack?: string; thrown?: boolean };
+    try {
+      info = JSON.parse(json);
+    } catch {
+      info = { message: "an exception that could not be read" };
+    }
+    const position = userPosition(info.stack);
+    const what = info.name && !info.thrown ? `${info.name}: ${info.message ?? ""}` : (info.message ?? "");
+    const at = position ? ` (line ${position.line}, column ${position.column})` : "";
+    if (this.uncaughtCount++ < UNCAUGHT_REPORTED) this.warnings.push(`a setTimeout callback threw and nothing caught it${at}: ${what.length > CONSOLE_LINE_CHARS ? what.slice(0, CONSOLE_LINE_CHARS) + "…" : what}`);
+    else if (this.uncaughtCount === UNCAUGHT_REPORTED + 1) this.warnings.push(`more setTimeout callbacks threw; only the first ${UNCAUGHT_REPORTED} are reported`);
+  }
+
   private appendText(text: string): void {
+    this.textBytes += Buffer.byteLength(text) + (this.textPieces++ === 0 ? 0 : 1);
     this.pendingText.push(text);
     // Counting the joining newline too: a flood of text("") must flush, not grow an array forever.
     this.pendingTextBytes += text.length + 1;
@@ -563,6 +650,26 @@ export class GuestRun {
   }
 }
 
+let compactedFrom: string | undefined;
+let compacted = "";
+
+/**
+ * The prelude without comment lines and indentation. QuickJS compiles it on every run at about
+ * 10 bytes per microsecond, and what it compiles is most of a warm run; this saves ~30 µs of it.
+ * (The prelude keeps no string or template across lines, so every line can be trimmed.)
+ */
+function compactPrelude(source: string): string {
+  if (source !== compactedFrom) {
+    compacted = source
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => line !== "" && !line.startsWith("//"))
+      .join("\n");
+    compactedFrom = source;
+  }
+  return compacted;
+}
+
 /** "tools.x is not a tool", with the closest names a model most likely meant. */
 /** Longest unknown tool name that is matched against the real names and shown whole. */
 const UNKNOWN_NAME_CHARS = 200;
@@ -611,8 +718,9 @@ function safeDump(context: QuickJSContext, handle: QuickJSHandle): { name?: stri
   }
 }
 
-function classify(name: string | undefined, message: string): ErrorKind {
-  if (name === "SyntaxError") return "syntax";
+function classify(name: string | undefined, message: string, compiling: boolean): ErrorKind {
+  // A SyntaxError thrown while running (JSON.parse, new Function) is the program's exception.
+  if (name === "SyntaxError" && compiling) return "syntax";
   // QuickJS refuses strings and arrays past its size limits before memory runs out: the same failure to a program.
   if (/out of memory|string too long|array too long/i.test(message) && name !== "TypeError") return "memory";
   if ((name === "InternalError" || name === "RangeError") && /stack overflow|call stack/i.test(message)) return "stack";

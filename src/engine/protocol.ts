@@ -14,6 +14,8 @@ export interface RunLimits {
   storeValueBytes: number;
   storeSessionBytes: number;
   maxTimers: number;
+  /** Model-visible output, in bytes: what `budget()` counts down (absent: not reported). */
+  outputBytes?: number;
 }
 
 export interface RunRequest {
@@ -87,6 +89,17 @@ export interface GuestError {
   message: string;
   line?: number;
   column?: number;
+  /** For a timeout: how the program spent its last stretch, so the host can name the fix. */
+  stall?: Stall;
+}
+
+export interface Stall {
+  /** Milliseconds the program had been running bytecode without yielding when it was stopped (0: it was waiting). */
+  busyMs: number;
+  /** Times the program waited for a tool result, a timer or a sleep. */
+  waits: number;
+  pendingCalls: number;
+  pendingTimers: number;
 }
 
 export interface DoneMessage {
@@ -101,10 +114,24 @@ export interface DoneMessage {
   pendingCalls: number[];
   /** The WASM instance was thrown away (trap, abort, failed disposal). */
   instanceDiscarded: boolean;
+  /** Output not yet flushed when the run ended: carried here to save a message on every run. */
+  text?: string[];
+  console?: ConsoleLine[];
+  /**
+   * The worker kept more memory than it may hold for warm sessions (linear memory never shrinks,
+   * and a dropped instance is freed only when its thread's heap is collected): the host replaces it.
+   */
+  retire?: boolean;
 }
 
 export interface ReadyMessage {
   type: "ready";
 }
 
-export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage;
+/** Where this build keeps the allocator's break (snapshot.ts's MemoryLayout), found once and handed to later workers. */
+export interface LayoutMessage {
+  type: "layout";
+  layout: { brkAddress: number; freshBrk: number };
+}
+
+export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage | LayoutMessage;

@@ -5,10 +5,9 @@
 // `WebAssembly.Memory` whose `maximum` is the cap: past it, allocation fails inside the guest
 // and the program sees an out-of-memory error while the host is untouched. The compiled
 // `WebAssembly.Module` is shared, so a new instance costs about a millisecond, not a compile.
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten";
 import releaseSyncImport from "@jitl/quickjs-wasmfile-release-sync";
+import { compiledModule } from "./wasm-module.js";
 
 // The package's types describe its CommonJS face; under ESM the default export is the variant itself.
 const releaseSyncVariant = releaseSyncImport as unknown as QuickJSSyncVariant;
@@ -18,16 +17,6 @@ const PAGE_BYTES = 64 * 1024;
 const MIN_PAGES = 256;
 /** Room for the C stack, static data and allocator slack above the guest's own heap. */
 const OVERHEAD_BYTES = 16 * 1024 * 1024;
-
-let compiled: WebAssembly.Module | undefined;
-
-function compiledModule(): WebAssembly.Module {
-  if (!compiled) {
-    const require = createRequire(import.meta.url);
-    compiled = new WebAssembly.Module(readFileSync(require.resolve("@jitl/quickjs-wasmfile-release-sync/wasm")));
-  }
-  return compiled;
-}
 
 /** Number of 64 KiB pages for an instance whose guest may use `memoryBytes`. */
 export function pagesFor(memoryBytes: number): number {

@@ -1,21 +1,31 @@
 // Upstream MCP servers (codemode.json `mcpServers`): each is started as a stdio client with the
 // official SDK and every tool it lists becomes a runtime Tool with `namespace: <server>`, so a
-// program calls it as `await tools.<server>.<tool>(args)`. A tool with an `outputSchema` gives
-// programs its `structuredContent`; one without gives its text; an `isError` result rejects.
+// program calls it as `await tools.<server>.<tool>(args)`. Programs get a call's
+// `structuredContent` whenever the server sent one (with or without an `outputSchema`), else its
+// text; an `isError` result rejects.
 // A server that fails to start costs a warning, never the whole runtime.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { defineTool, toIdentifier, toolResult, toTool, ToolError, type Tool } from "../tools/index.js";
 import { isZodObject } from "../tools/project.js";
 import type { McpServerConfig } from "../cli/config.js";
 import { packageVersion } from "../package-files.js";
+import { BoundedStdioTransport } from "./stdio-transport.js";
 
 export interface UpstreamOptions {
-  /** How long a server may take to start and list its tools (default 20 s). */
+  /** How long a server may take to start and list all its tools, every page together (default 20 s). */
   startupTimeoutMs?: number;
+  /** Pages of `tools/list` read from one server (default 100); a server that keeps returning `nextCursor` stops there. */
+  maxListPages?: number;
+  /** Tools bound from one server (default 1,000). */
+  maxTools?: number;
+  /** Largest message one server may send (default 10 MiB); a larger answer fails that call only. */
+  maxMessageBytes?: number;
 }
+
+const DEFAULTS = { startupTimeoutMs: 20_000, maxListPages: 100, maxTools: 1000, maxMessageBytes: 10 * 1024 * 1024 };
 
 export interface UpstreamServer {
   name: string;
@@ -26,6 +36,12 @@ export interface UpstreamServer {
 
 export interface Upstreams {
   tools: Tool[];
+  /**
+   * Paths of the tools that never change anything: those whose server declares
+   * `annotations.readOnlyHint: true`, and those the configuration lists in `readOnlyTools`. Pass
+   * them to createCodemode's `readOnlyTools`; every other upstream tool is kept from read-only agents.
+   */
+  readOnlyTools: string[];
   servers: UpstreamServer[];
   /** One line per problem: servers that did not start, tools that could not be bound. */
   warnings: string[];
@@ -38,8 +54,10 @@ const CALL_TIMEOUT_MS = 600_000;
 
 export async function connectUpstreams(servers: Record<string, McpServerConfig>, options: UpstreamOptions = {}): Promise<Upstreams> {
   const entries = Object.entries(servers);
-  const connected = await Promise.all(entries.map(([name, config]) => connectOne(name, config, options.startupTimeoutMs ?? 20_000)));
+  const limits = { ...DEFAULTS, ...stripUndefined(options) };
+  const connected = await Promise.all(entries.map(([name, config]) => connectOne(name, config, limits)));
   const tools: Tool[] = [];
+  const readOnlyTools: string[] = [];
   const warnings: string[] = [];
   const clients: Client[] = [];
   const report: UpstreamServer[] = [];
@@ -47,12 +65,14 @@ export async function connectUpstreams(servers: Record<string, McpServerConfig>,
     warnings.push(...result.warnings);
     if (result.client) clients.push(result.client);
     tools.push(...result.tools);
+    readOnlyTools.push(...result.readOnly);
     const entry: UpstreamServer = { name: result.name, status: result.error ? "failed" : "connected", tools: result.tools.map((tool) => tool.name) };
     if (result.error) entry.error = result.error;
     report.push(entry);
   }
   return {
     tools,
+    readOnlyTools,
     servers: report,
     warnings,
     close: async () => {
@@ -65,21 +85,26 @@ interface Connected {
   name: string;
   client?: Client;
   tools: Tool[];
+  readOnly: string[];
   warnings: string[];
   error?: string;
 }
 
-async function connectOne(name: string, config: McpServerConfig, startupTimeoutMs: number): Promise<Connected> {
-  const transport = new StdioClientTransport({
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+async function connectOne(name: string, config: McpServerConfig, limits: typeof DEFAULTS): Promise<Connected> {
+  const transport = new BoundedStdioTransport({
     command: config.command,
     args: config.args,
     env: { ...getDefaultEnvironment(), ...config.env },
     ...(config.cwd ? { cwd: config.cwd } : {}),
-    stderr: "pipe",
+    maxMessageBytes: limits.maxMessageBytes,
   });
   // Keep the tail of the server's stderr for failure messages (and keep the pipe drained).
   let stderr = "";
-  transport.stderr?.on("data", (chunk: Buffer) => {
+  transport.stderr.on("data", (chunk: Buffer) => {
     stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_TAIL);
   });
   const client = new Client({ name: "codemode", version: packageVersion() }, { capabilities: {} });
@@ -88,20 +113,46 @@ async function connectOne(name: string, config: McpServerConfig, startupTimeoutM
     const cmd = [config.command, ...config.args].join(" ");
     return `MCP server "${name}" (${cmd}) failed to start: ${(error as Error)?.message ?? String(error)}${tail ? `; its stderr ends with: ${tail.slice(-500)}` : ""}`;
   };
-  let listed: McpTool[];
+  const listed: McpTool[] = [];
+  const warnings: string[] = [];
+  // One deadline for connecting and every page: a server that always returns nextCursor once
+  // held start-up forever, 20 s at a time.
+  const deadline = Date.now() + limits.startupTimeoutMs;
+  const remaining = (): number => Math.max(1, deadline - Date.now());
   try {
-    await client.connect(transport, { timeout: startupTimeoutMs });
-    listed = [];
+    await client.connect(transport, { timeout: remaining() });
+    const cursors = new Set<string>();
     let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor ? { cursor } : {}, { timeout: startupTimeoutMs });
-      listed.push(...page.tools);
-      cursor = page.nextCursor;
-    } while (cursor);
+    for (let page = 1; ; page++) {
+      let result: Awaited<ReturnType<Client["listTools"]>>;
+      try {
+        result = await client.listTools(cursor ? { cursor } : {}, { timeout: remaining() });
+      } catch (error) {
+        if (page === 1) throw error;
+        warnings.push(`MCP server "${name}": listing its tools stopped at page ${page} (${(error as Error)?.message ?? String(error)}); the ${listed.length} tools of the first ${page - 1} pages are bound`);
+        break;
+      }
+      listed.push(...result.tools.slice(0, limits.maxTools - listed.length));
+      cursor = result.nextCursor;
+      if (!cursor) break;
+      const stop =
+        listed.length >= limits.maxTools
+          ? `it has more than ${limits.maxTools} tools`
+          : cursors.has(cursor)
+            ? `it returned the cursor ${JSON.stringify(cursor.slice(0, 40))} twice`
+            : page >= limits.maxListPages
+              ? `it still returned nextCursor after ${limits.maxListPages} pages`
+              : undefined;
+      if (stop) {
+        warnings.push(`MCP server "${name}": listing its tools stopped because ${stop}; the ${listed.length} tools listed so far are bound`);
+        break;
+      }
+      cursors.add(cursor);
+    }
   } catch (error) {
     await client.close().catch(() => undefined);
     const message = describeFailure(error);
-    return { name, tools: [], warnings: [`${message}; its tools are not available (tools.${name}.*)`], error: message };
+    return { name, tools: [], readOnly: [], warnings: [`${message}; its tools are not available (tools.${name}.*)`], error: message };
   }
   // A server can exit later (crash, killed): calls then say so instead of "Not connected".
   const state: ServerState = { closed: false, stderrTail: () => stderr.trim().slice(-500) };
@@ -109,7 +160,8 @@ async function connectOne(name: string, config: McpServerConfig, startupTimeoutM
     state.closed = true;
   };
   const tools: Tool[] = [];
-  const warnings: string[] = [];
+  const readOnly: string[] = [];
+  const declaredReadOnly = new Set(config.readOnlyTools ?? []);
   const paths = new Map<string, string>();
   for (const spec of listed) {
     // Names become identifiers in programs: "list-skus" and "list_skus" would both be tools.<server>.list_skus.
@@ -120,13 +172,18 @@ async function connectOne(name: string, config: McpServerConfig, startupTimeoutM
       continue;
     }
     paths.set(path, spec.name);
+    let tool: Tool;
     try {
-      tools.push(upstreamTool(name, client, state, spec, warnings));
+      tool = upstreamTool(name, client, state, spec, warnings);
     } catch (error) {
       warnings.push(`MCP server "${name}": tool "${spec.name}" cannot be bound: ${(error as Error).message}`);
+      continue;
     }
+    tools.push(tool);
+    // Read-only only when declared so: by the server's own annotation, or by the operator.
+    if (spec.annotations?.readOnlyHint === true || declaredReadOnly.has(spec.name)) readOnly.push(tool.path.join("."));
   }
-  return { name, client, tools, warnings };
+  return { name, client, tools, readOnly, warnings };
 }
 
 /** Text of a call result for the model and for programs of tools without an output schema. */
@@ -151,7 +208,7 @@ function upstreamTool(server: string, client: Client, state: ServerState, spec: 
   const input = convert(spec.inputSchema);
   const output = spec.outputSchema ? convert(spec.outputSchema) : undefined;
   if (spec.outputSchema && !output) {
-    warnings.push(`MCP server "${server}": the outputSchema of tool "${spec.name}" cannot be converted to a zod object; programs get its text instead of structuredContent`);
+    warnings.push(`MCP server "${server}": the outputSchema of tool "${spec.name}" cannot be converted to a zod object; its results reach programs unchecked`);
   }
 
   const call = async (args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> => {
@@ -180,13 +237,13 @@ function upstreamTool(server: string, client: Client, state: ServerState, spec: 
 
   if (!input) {
     // Not expressible in zod: bind it as given (the server validates its own input).
-    if (output) warnings.push(`MCP server "${server}": the inputSchema of tool "${spec.name}" cannot be converted; it is passed through unchecked and its output is text`);
+    if (output) warnings.push(`MCP server "${server}": the inputSchema of tool "${spec.name}" cannot be converted; it is passed through unchecked and its output is not checked`);
     return toTool({
       name: spec.name,
       namespace: server,
       description,
       inputSchema: spec.inputSchema as Record<string, unknown>,
-      execute: async (args: Record<string, unknown>, ctx: { signal: AbortSignal }) => resultText(await call(args, ctx.signal)),
+      execute: async (args: Record<string, unknown>, ctx: { signal: AbortSignal }) => untypedResult(await call(args, ctx.signal)),
     });
   }
   if (output) {
@@ -211,8 +268,15 @@ function upstreamTool(server: string, client: Client, state: ServerState, spec: 
     namespace: server,
     description,
     input,
-    execute: async (args, ctx) => resultText(await call(args as Record<string, unknown>, ctx.signal)),
+    execute: async (args, ctx) => untypedResult(await call(args as Record<string, unknown>, ctx.signal)),
   });
+}
+
+/** A result of a tool without a usable output schema: its structuredContent for programs when it sent one (the text for the model), else its text. */
+function untypedResult(result: CallToolResult): unknown {
+  const text = resultText(result);
+  if (result.structuredContent === undefined || result.structuredContent === null) return text;
+  return toolResult(result.structuredContent, text === "" ? {} : { modelOutput: text });
 }
 
 /** A JSON Schema as a zod object, or undefined when zod cannot express it (refs, odd shapes). */

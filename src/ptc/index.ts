@@ -22,6 +22,17 @@ const FOREGROUND_TEXT_BYTES = 8 * 1024;
 /** How much of an output page ptc_task_output's model text carries: the newest part, within the budget. */
 const OUTPUT_TEXT_BYTES = 32 * 1024;
 
+/** How much of an error message one row of ptc_task_list carries; ptc_task_output has all of it. */
+const LIST_ERROR_CHARS = 300;
+
+/** A list row's error_message, cut so a lean list stays lean whatever a child reported. */
+function listRow(row: SnakeRecord): SnakeRecord {
+  const message = row.error_message;
+  if (message === undefined || message.length <= LIST_ERROR_CHARS) return row;
+  const head = message.slice(0, LIST_ERROR_CHARS).replace(/[\ud800-\udbff]$/, "");
+  return { ...row, error_message: `${head}… (${message.length - head.length} more characters: ptc_task_output({ task_id: "${row.id}" }) has the whole message)` };
+}
+
 /** The last `bytes` of `text`, never starting mid-character, marked with "…" when cut. */
 function tailOf(text: string, bytes: number): string {
   const tail = takeTail(text, bytes);
@@ -171,7 +182,7 @@ export function ptcTaskListTool(host: TaskHost): Tool {
     depth: z.number().int(),
     label: z.string(),
     output_bytes: z.number().int().optional().describe("Absent until the task wrote output"),
-    error_message: z.string().optional().describe("Present only when the task had an error"),
+    error_message: z.string().optional().describe(`Present only when the task had an error; cut at ${LIST_ERROR_CHARS} characters (ptc_task_output has all of it)`),
   });
   const compact = z.object({ tasks: z.array(row), count: z.number().int().describe("How many tasks match (tasks holds the most recent `limit`)") });
   const full = z.object({ tasks: z.array(taskRecordSchema), count: z.number().int() });
@@ -189,7 +200,7 @@ export function ptcTaskListTool(host: TaskHost): Tool {
     execute: (input) =>
       guarded(() => {
         const page = host.list({ ...(input.status ? { status: input.status } : {}), limit: input.limit ?? DEFAULT_LIST_LIMIT });
-        return { tasks: page.records.map(toSnake), count: page.total };
+        return { tasks: page.records.map((r) => listRow(toSnake(r))), count: page.total };
       }),
     toModelOutput: (r: Out) => {
       const head = `${r.count} task${r.count === 1 ? "" : "s"}${r.count > r.tasks.length ? ` (showing the last ${r.tasks.length})` : ""}`;

@@ -27,6 +27,7 @@ export const taskRecordSchema = z.object({
   depth: z.number().int(),
   label: z.string(),
   output_bytes: z.number().int().optional(),
+  output_cut_bytes: z.number().int().optional().describe("Bytes the task printed past the host's output cap that its log does not hold"),
   error_message: z.string().optional(),
   driver: z.enum(["script", "command", "openai", "function", "workflow"]),
   task: z.string(),
@@ -68,6 +69,7 @@ export function toSnake(r: TaskRecord): SnakeRecord {
     created_at: iso(r.createdAt),
   };
   if (r.outputBytes > 0) out.output_bytes = r.outputBytes;
+  if (r.outputCutBytes !== undefined && r.outputCutBytes > 0) out.output_cut_bytes = r.outputCutBytes;
   if (r.errorMessage !== undefined) out.error_message = r.errorMessage;
   if (r.parentId !== undefined) out.parent_task_id = r.parentId;
   if (r.model !== undefined) out.model = r.model;

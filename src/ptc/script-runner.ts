@@ -1,6 +1,7 @@
 import type { ScriptRunner } from "../tasks/index.js";
 import type { Tool } from "../tools/index.js";
 import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
+import { toolListed } from "./child-tools.js";
 
 /** What a script runner needs from the runtime: Codemode.runInternal matches it. */
 export interface ProgramHost {
@@ -22,7 +23,10 @@ export interface ProgramHost {
 }
 
 export interface ScriptRunnerOptions {
-  /** Tools that never change anything; a read-only agent reaches only these (and task reads). */
+  /**
+   * Full paths (or ids) of the tools that never change anything; a read-only agent reaches only
+   * these (and task reads). Default: the workspace's read-only tools.
+   */
   readOnlyTools?: readonly string[];
 }
 
@@ -35,6 +39,8 @@ const TASK_WRITE_TOOLS = ["ptc_subagent", "ptc_task_stop"];
  * The script driver's runner over a codemode runtime: the agent's program runs in its own sandbox
  * run (session per task) with the global `task`, and sees only the tools its definition allows —
  * for a read-only agent, only read-only ones. That is what makes the script tier `enforced`.
+ * Both lists match full tool paths: an agent allowed `read_file` does not get an upstream
+ * server's `fs.read_file`, and an upstream tool is read-only only when declared so.
  */
 export function codemodeScriptRunner(host: ProgramHost, options: ScriptRunnerOptions = {}): ScriptRunner {
   if (host === null || typeof host !== "object" || typeof host.runInternal !== "function") {
@@ -44,10 +50,11 @@ export function codemodeScriptRunner(host: ProgramHost, options: ScriptRunnerOpt
   return async (code, o) => {
     const allowed = new Set(o.agent.tools ?? []);
     const allowTools = (path: string, tool: Tool): boolean => {
-      if (TASK_READ_TOOLS.includes(tool.name)) return true;
-      if (TASK_WRITE_TOOLS.includes(tool.name)) return !o.readOnly;
-      if (!allowed.has(tool.name) && !allowed.has(path) && !allowed.has(tool.id)) return false;
-      return !o.readOnly || readOnly.has(tool.name);
+      // The runtime's own tools have no namespace: an upstream tool of the same name is not one.
+      if (tool.namespace === undefined && TASK_READ_TOOLS.includes(tool.name)) return true;
+      if (tool.namespace === undefined && TASK_WRITE_TOOLS.includes(tool.name)) return !o.readOnly;
+      if (!allowed.has(path) && !allowed.has(tool.id)) return false;
+      return !o.readOnly || toolListed(readOnly, tool);
     };
     const run = await host.runInternal(code, {
       signal: o.signal,

@@ -35,7 +35,12 @@ export interface AgentDefinition {
   description: string;
   driver: DriverKind;
   model?: string;
-  /** Tool names the child may reach (script and openai drivers); absent = none beyond its own. */
+  /**
+   * Models a program may choose with `ptc_subagent({ model })` besides `model`. Absent: a
+   * program cannot choose one (a request for another model is refused).
+   */
+  models?: string[];
+  /** Full tool paths the child may reach (script and openai drivers); absent = none beyond its own. */
   tools?: string[];
   readOnly: boolean;
   /** false = the agent opted out of reporting. */
@@ -71,6 +76,7 @@ const frontMatterSchema = z.strictObject({
   description: z.string().min(1),
   driver: z.enum(["script", "command", "openai"]),
   model: z.string().min(1).optional(),
+  models: z.array(z.string().min(1)).optional(),
   tools: z.array(z.string().min(1)).optional(),
   read_only: z.boolean().optional(),
   report: z.boolean().optional(),
@@ -91,6 +97,7 @@ const codeAgentSchema = z.strictObject({
   description: z.string().min(1),
   driver: z.enum(["script", "command", "openai", "function"]),
   model: z.string().min(1).optional(),
+  models: z.array(z.string().min(1)).optional(),
   tools: z.array(z.string().min(1)).optional(),
   readOnly: z.boolean().optional(),
   report: z.boolean().optional(),
@@ -134,6 +141,8 @@ function checkDriverFields(where: string, def: AgentDefinition): void {
       break;
     case "command":
       if (!def.command?.length) fail(`field "command" is required for driver "command" (an argv list; "{task}" is replaced by the task)`);
+      // The first element is the program: a task there would choose what runs.
+      if (def.command![0]!.includes("{task}")) fail(`field "command" must not put "{task}" in its first element (the program to run); pass the task as a later argument, after "--"`);
       break;
     case "openai":
       if (!def.model) fail(`field "model" is required for driver "openai"`);
@@ -211,6 +220,7 @@ export function parseAgentFile(path: string, text?: string): AgentDefinition {
     source: path,
     ...stripUndefined({
       model: f.model,
+      models: f.models,
       tools: f.tools,
       maxTurns: f.max_turns,
       // The script path is relative to the agent file, so agents can ship with their programs.

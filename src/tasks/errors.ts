@@ -15,6 +15,8 @@ export type TaskErrorCode =
   | "task_not_owner"
   | "task_output_range"
   | "task_host_closed"
+  | "task_store_read_only"
+  | "task_store_failed"
   | "agent_unknown"
   | "agent_invalid";
 

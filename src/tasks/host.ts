@@ -1,20 +1,35 @@
-import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve as resolvePath } from "node:path";
+import { join } from "node:path";
 import { monotonicFactory } from "ulid";
+import { appendPrivate, ensurePrivateDir, PrivateTempDir, replaceFileAtomic } from "../safe-fs.js";
 import type { AgentDefinition, AgentRegistry, DriverEvent, FunctionAgent } from "./agents.js";
 import { TaskError, invalidArgument } from "./errors.js";
-import { commandDriver } from "./drivers/command.js";
+import { checkTaskArgv, commandDriver } from "./drivers/command.js";
 import { functionDriver } from "./drivers/function.js";
 import { openaiDriver } from "./drivers/openai.js";
 import { scriptDriver, type ScriptRunner } from "./drivers/script.js";
 import type { ChildToolProvider, Driver, DriverResult } from "./drivers/types.js";
 import { errorMessage } from "./drivers/types.js";
+import {
+  addCost,
+  addTokens,
+  boundedMessage,
+  costReading,
+  EVENT_MESSAGE_BYTES,
+  pricedCost,
+  RECORD_MESSAGE_BYTES,
+  REPORT_BYTES,
+  reportBytes,
+  tokenReading,
+} from "./ingest.js";
 import { checkSinceBytes, headPreview, OUTPUT_TAIL_BYTES, PREVIEW_BYTES, SMALL_OUTPUT_BYTES, tailTruncate } from "./output.js";
-import { currentOwner, isOwnerAlive, sameOwner } from "./owner.js";
+import { currentOwner, sameOwner } from "./owner.js";
+import { signalTaskProcesses } from "./processes.js";
 import { extractPromptJsonReport, parseReport, type ReportBody } from "./report.js";
+import { boundedLabel, checkTaskSize, chooseModel, confineCwd, realRoots } from "./spawn-checks.js";
 import { assertTransition } from "./status.js";
 import type { TaskStore } from "./store.js";
+import { MIN_OUTPUT_CAP, TaskLog } from "./task-log.js";
+import { formatBytes } from "../text.js";
 import {
   isTerminal,
   TASK_STATUSES,
@@ -23,6 +38,7 @@ import {
   type LostReason,
   type ReadOnlyTier,
   type ReportChannel,
+  type TaskProcessGroup,
   type TaskRecord,
   type TaskStatus,
   type Usage,
@@ -31,14 +47,17 @@ import {
 export interface TaskHostOptions {
   store: TaskStore;
   agents: AgentRegistry;
-  /** Tasks running at once on this host; further background spawns wait in FIFO order. */
+  /**
+   * Tasks running at once on this host; further spawns wait in FIFO order. A task's foreground
+   * child runs in its parent's slot while the parent waits for it, so nesting never exceeds it.
+   */
   maxRunning?: number;
   /** Tasks waiting for a slot at once; spawns past it are refused (a fan-out bomb stops here). */
   maxQueued?: number;
   /** Deepest allowed nesting: a top-level program is depth 0, each spawn adds 1. */
   maxDepth?: number;
   scriptRunner?: ScriptRunner;
-  /** Where spilled output of in-memory tasks goes; default a directory under the OS temp dir. */
+  /** Where spilled output of in-memory tasks goes (`<dataDir>/spill`); default a private temp dir removed on close. */
   dataDir?: string;
   /** Grace between SIGTERM and SIGKILL when a task is stopped. */
   killGraceMs?: number;
@@ -46,6 +65,15 @@ export interface TaskHostOptions {
   childTools?: ChildToolProvider;
   /** Default working directory of children. */
   cwd?: string;
+  /**
+   * Directories a task's `cwd` may be in (default: just `cwd`). A `cwd` outside all of them, or
+   * one that does not exist, is refused.
+   */
+  cwdRoots?: readonly string[];
+  /** Output one task may store (default 16 MiB); past it, output is dropped and the cut is stated. */
+  maxOutputBytes?: number;
+  /** Longest stdout line a line protocol keeps (default 4 MiB); a longer one fails the task. */
+  maxLineBytes?: number;
 }
 
 export interface SpawnRequest {
@@ -97,23 +125,46 @@ export interface ListOptions {
 
 export const DEFAULT_LIST_LIMIT = 100;
 export const MAX_LIST_LIMIT = 10_000;
+export const DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024;
 const LABEL_CHARS = 60;
 /** How long after SIGKILL the host waits for a driver before it records the stop anyway. */
 const ABANDON_AFTER_KILL_MS = 1000;
 const REPORT_SCAN_BYTES = 64 * 1024;
+/** How often records the store refused are written again. */
+const RETRY_WRITES_MS = 1000;
+/** Warnings kept for a reader (`warnings`); older ones are dropped. */
+const MAX_WARNINGS = 100;
 
 interface Live {
   record: TaskRecord;
+  /** The status the store holds for it (differs from `record.status` while a write is pending). */
+  stored: TaskStatus;
   agent: AgentDefinition;
   controller: AbortController;
-  usage: { input: number; output: number; cost: number; turns: number };
+  usage: Usage;
+  log: TaskLog;
   toolReport?: ReportBody;
-  errors: string[];
+  /** The last error a child reported (only the last one is ever shown). */
+  lastError?: string;
   stopReason?: string;
   stopRequested: boolean;
+  /** Why the host itself failed the task (its output could not be written). */
+  hostFailure?: string;
   done: Promise<TaskRecord>;
   settle: (r: TaskRecord) => void;
+  started: boolean;
   finished: boolean;
+  // The running cap: a task holds one of the host's slots, or runs in the slot of the parent
+  // that waits for it (at most one child at a time per slot).
+  ownsSlot: boolean;
+  borrowedFrom?: Live;
+  lentTo?: Live;
+}
+
+interface Unrecorded {
+  record: TaskRecord;
+  stored: TaskStatus;
 }
 
 const nextId = monotonicFactory();
@@ -130,14 +181,21 @@ export class TaskHost {
   readonly maxQueued: number;
   readonly maxDepth: number;
   readonly killGraceMs: number;
+  readonly maxOutputBytes: number;
+  readonly maxLineBytes: number;
   private readonly drivers: Record<DriverKind, Driver>;
-  private readonly spillDir: string;
+  private readonly spillDir: string | PrivateTempDir;
   private readonly childTools?: ChildToolProvider;
   private readonly cwd: string;
+  private readonly cwdRoots: string[];
   private readonly owner = currentOwner();
   private readonly live = new Map<string, Live>();
   /** Bytes of each in-memory log already copied to its spill file. */
   private readonly spilled = new Map<string, number>();
+  /** Ended tasks whose final record the store refused: served from here and written again. */
+  private readonly unrecorded = new Map<string, Unrecorded>();
+  private retryTimer: ReturnType<typeof setInterval> | undefined;
+  private readonly ownWarnings: string[] = [];
   private readonly queue: string[] = [];
   private runningCount = 0;
   private closed = false;
@@ -152,11 +210,19 @@ export class TaskHost {
     const grace = options.killGraceMs ?? 5000;
     if (!Number.isSafeInteger(grace) || grace < 0) throw invalidArgument("killGraceMs", "a non-negative integer of milliseconds", grace);
     this.killGraceMs = grace;
+    this.maxOutputBytes = positiveInt("maxOutputBytes", options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES);
+    if (this.maxOutputBytes < MIN_OUTPUT_CAP) throw invalidArgument("maxOutputBytes", `an integer of at least ${MIN_OUTPUT_CAP} bytes`, this.maxOutputBytes);
+    this.maxLineBytes = positiveInt("maxLineBytes", options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES);
     this.store = options.store;
     this.agents = options.agents;
     this.childTools = options.childTools;
     this.cwd = options.cwd ?? process.cwd();
-    this.spillDir = join(options.dataDir ?? options.store.dataDir ?? join(tmpdir(), `codemode-${process.pid}`), "spill");
+    if (options.cwdRoots !== undefined && (!Array.isArray(options.cwdRoots) || options.cwdRoots.some((r) => typeof r !== "string" || r === ""))) {
+      throw invalidArgument("cwdRoots", "an array of directory paths", options.cwdRoots);
+    }
+    this.cwdRoots = realRoots(options.cwdRoots?.length ? options.cwdRoots : [this.cwd], this.cwd);
+    const dataDir = options.dataDir ?? options.store.dataDir;
+    this.spillDir = dataDir ? join(dataDir, "spill") : new PrivateTempDir("codemode-tasks");
     this.drivers = {
       function: functionDriver,
       // A workflow's graph is an in-process function too: its runner is handed over at spawn.
@@ -168,15 +234,33 @@ export class TaskHost {
     this.reapLost();
   }
 
+  /** Problems this host met that are no one task's failure: bad rows set aside, records it could not write. */
+  get warnings(): string[] {
+    return [...this.store.warnings, ...this.ownWarnings];
+  }
+
   /**
-   * Marks `lost` every active record whose owner process is gone. Records of live owners — this
-   * host's or another host's on the same data dir — are never touched.
+   * Marks `lost` every active record whose owner is gone, and stops the processes that task left
+   * running. Records of live owners — this host's or another host's on the same data dir, in any
+   * PID namespace — are never touched. A record that cannot be marked (a full disk, a read-only
+   * data dir) is left for a later host, with a warning.
    */
   reapLost(): TaskRecord[] {
     const reaped: TaskRecord[] = [];
-    for (const rec of this.store.active()) {
-      if (sameOwner(rec.owner, this.owner) || isOwnerAlive(rec.owner)) continue;
+    if (this.store.readOnly) return reaped;
+    let active: TaskRecord[];
+    try {
+      active = this.store.active();
+    } catch (err) {
+      this.warn(`could not look for tasks lost by earlier hosts: ${errorMessage(err)}`);
+      return reaped;
+    }
+    for (const rec of active) {
+      if (sameOwner(rec.owner, this.owner) || this.store.isOwnerAlive(rec.owner)) continue;
       const reason: LostReason = rec.status === "queued" ? "lost_on_restart" : "host_exited_while_running";
+      // A quiet child never notices its host died: it is stopped here, or nothing ever stops it.
+      const stopped = rec.status === "queued" ? 0 : signalTaskProcesses(rec.id, rec.processes, "SIGKILL");
+      const leftovers = stopped > 0 ? `; the ${stopped} process${stopped === 1 ? "" : "es"} it left running ${stopped === 1 ? "was" : "were"} stopped` : "";
       const lost: TaskRecord = {
         ...rec,
         status: "lost",
@@ -186,10 +270,14 @@ export class TaskHost {
         errorMessage:
           reason === "lost_on_restart"
             ? `the host (pid ${rec.owner.pid}) exited before the task started; spawn it again`
-            : `the host (pid ${rec.owner.pid}) exited while the task was ${rec.status}; its output so far is kept — read it with ptc_task_output, or spawn the task again`,
+            : `the host (pid ${rec.owner.pid}) exited while the task was ${rec.status}; its output so far is kept — read it with ptc_task_output, or spawn the task again${leftovers}`,
       };
       delete lost.usage;
-      if (this.store.replace(lost, { status: rec.status, owner: rec.owner })) reaped.push(lost);
+      try {
+        if (this.store.replace(lost, { status: rec.status, owner: rec.owner })) reaped.push(lost);
+      } catch (err) {
+        this.warn(`could not mark task ${rec.id} lost (its host is gone): ${errorMessage(err)}; a later host will try again`);
+      }
     }
     return reaped;
   }
@@ -198,7 +286,8 @@ export class TaskHost {
     this.assertOpen();
     const req = validateSpawn(request);
     const agent = req.workflow ? workflowAgent(req.agent, req.workflow) : this.agents.get(req.agent);
-    const parent = context.parentTaskId !== undefined ? this.store.get(context.parentTaskId) : undefined;
+    const parentLive = context.parentTaskId !== undefined ? this.live.get(context.parentTaskId) : undefined;
+    const parent = parentLive ? parentLive.record : context.parentTaskId !== undefined ? this.get(context.parentTaskId) : undefined;
     const callerDepth = parent ? parent.depth : context.depth ?? 0;
     if (!Number.isSafeInteger(callerDepth) || callerDepth < 0) throw invalidArgument("depth", "a non-negative integer", callerDepth);
     const depth = callerDepth + 1;
@@ -208,7 +297,14 @@ export class TaskHost {
         `cannot spawn agent "${agent.name}" at depth ${depth}: subagents nest at most ${this.maxDepth} deep and this program already runs at depth ${callerDepth}; do this work here instead of spawning another subagent`,
       );
     }
-    const willQueue = (req.background || parent === undefined) && (this.runningCount >= this.maxRunning || this.queue.length > 0);
+    checkTaskSize(req.task);
+    if (agent.driver === "command") checkTaskArgv(agent, req.task);
+    const model = chooseModel(agent, req.model);
+    const cwd = req.cwd === undefined ? this.cwd : confineCwd(req.cwd, this.cwd, this.cwdRoots);
+    // A parent that waits for its foreground child lends it its slot (one child at a time): the
+    // child counts against the cap through its parent, and can never wait behind it.
+    const borrow = !req.background && parentLive !== undefined && this.canLend(parentLive) ? parentLive : undefined;
+    const willQueue = borrow === undefined && (this.runningCount >= this.maxRunning || this.queue.length > 0);
     if (willQueue && this.queue.length >= this.maxQueued) {
       throw new TaskError(
         "task_queue_full",
@@ -229,10 +325,10 @@ export class TaskHost {
       agent: agent.name,
       driver: agent.driver,
       task: req.task,
-      label: req.label ?? defaultLabel(req.task),
+      label: boundedLabel(req.label ?? defaultLabel(req.task)),
       depth,
       background: req.background,
-      cwd: req.cwd ? resolvePath(this.cwd, req.cwd) : this.cwd,
+      cwd,
       status: "queued",
       owner: this.owner,
       createdAt: Date.now(),
@@ -240,17 +336,17 @@ export class TaskHost {
     };
     if (parent) record.parentId = parent.id;
     else if (context.parentTaskId !== undefined) record.parentId = context.parentTaskId;
-    const model = req.model ?? agent.model;
     if (model !== undefined) record.model = model;
     if (readOnlyTier) record.readOnlyTier = readOnlyTier;
     this.store.insert(record);
 
     const live = this.track(record, agent);
-    // The cap holds for every spawn from a top-level program, foreground ones too (they wait in the
-    // queue). A task's own foreground child starts at once: its parent holds a slot while it waits,
-    // and queueing the child behind work that may wait on that parent could deadlock.
-    const nestedForeground = !req.background && parent !== undefined;
-    if (nestedForeground || (this.runningCount < this.maxRunning && this.queue.length === 0)) {
+    if (borrow) {
+      live.borrowedFrom = borrow;
+      borrow.lentTo = live;
+      this.start(live);
+    } else if (!willQueue) {
+      this.takeSlot(live);
       this.start(live);
     } else {
       this.queue.push(record.id);
@@ -284,6 +380,8 @@ export class TaskHost {
   get(id: string): TaskRecord | undefined {
     const live = this.live.get(id);
     if (live) return { ...live.record, outputBytes: this.store.outputSize(id) };
+    const pending = this.unrecorded.get(id);
+    if (pending) return { ...pending.record };
     return this.store.get(id);
   }
 
@@ -303,7 +401,12 @@ export class TaskHost {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) throw invalidArgument("limit", `an integer from 1 to ${MAX_LIST_LIMIT}`, limit);
     const page = this.store.list({ limit, ...(status ? { status } : {}) });
     // Live tasks' logs grow without a record write per chunk; their size is read from the log.
-    const records = page.records.map((r) => (isTerminal(r.status) ? r : { ...r, outputBytes: this.store.outputSize(r.id) }));
+    // Records the store has not taken yet are shown as this host knows them.
+    let records = page.records.map((r) => {
+      const known = this.live.get(r.id)?.record ?? this.unrecorded.get(r.id)?.record ?? r;
+      return isTerminal(known.status) ? { ...known } : { ...known, outputBytes: this.store.outputSize(r.id) };
+    });
+    if (status && this.unrecorded.size > 0) records = records.filter((r) => status!.includes(r.status));
     return { records, total: page.total };
   }
 
@@ -339,10 +442,11 @@ export class TaskHost {
    */
   async stop(id: string, reason?: string): Promise<StopResult> {
     if (reason !== undefined && typeof reason !== "string") throw invalidArgument("reason", "a string", reason);
+    if (reason !== undefined) reason = boundedMessage(reason, RECORD_MESSAGE_BYTES);
     let record = this.getOrThrow(id);
     const live = this.live.get(id);
     if (!live) {
-      if (!isTerminal(record.status) && !isOwnerAlive(record.owner)) {
+      if (!isTerminal(record.status) && !this.unrecorded.has(id) && !this.store.isOwnerAlive(record.owner)) {
         this.reapLost();
         record = this.getOrThrow(id);
       }
@@ -371,12 +475,7 @@ export class TaskHost {
           if (reason !== undefined) r.stopReason = reason;
         });
         const cascade = this.stopChildren(id);
-        l.controller.abort(new Error(reason ?? "stopped"));
-        // A driver that ignores its signal is abandoned once SIGKILL would have landed.
-        const settleDelay = Math.min(ABANDON_AFTER_KILL_MS, Math.max(50, this.killGraceMs));
-        const abandon = setTimeout(() => this.finish(l, { exitCode: 137, error: "did not stop within the kill grace period" }, "canceled"), this.killGraceMs + settleDelay);
-        abandon.unref();
-        void l.done.then(() => clearTimeout(abandon));
+        this.abortDriver(l, reason ?? "stopped");
         await cascade;
       }
     }
@@ -390,8 +489,13 @@ export class TaskHost {
     this.closed = true;
     const ids = [...this.live.keys()].reverse();
     await Promise.all(ids.map((id) => this.stop(id, "host closed").catch(() => undefined)));
+    this.retryUnrecorded();
+    if (this.retryTimer) clearInterval(this.retryTimer);
+    this.retryTimer = undefined;
+    if (typeof this.spillDir !== "string") this.spillDir.remove();
   }
 
+  /** Slots in use: tasks running in their own slot (a child running in its parent's slot is not counted again). */
   get running(): number {
     return this.runningCount;
   }
@@ -405,25 +509,93 @@ export class TaskHost {
     await Promise.all(children.map((c) => this.stop(c.id, `parent task ${parentId} was stopped`).catch(() => undefined)));
   }
 
+  /** Aborts a driver; one that ignores its signal is abandoned once SIGKILL would have landed. */
+  private abortDriver(live: Live, reason: string): void {
+    if (live.controller.signal.aborted) return;
+    live.controller.abort(new Error(reason));
+    const settleDelay = Math.min(ABANDON_AFTER_KILL_MS, Math.max(50, this.killGraceMs));
+    const abandon = setTimeout(() => this.finish(live, { exitCode: 137, error: "did not stop within the kill grace period" }, live.stopRequested ? "canceled" : undefined), this.killGraceMs + settleDelay);
+    abandon.unref();
+    void live.done.then(() => clearTimeout(abandon));
+  }
+
   private track(record: TaskRecord, agent: AgentDefinition): Live {
     let settle!: (r: TaskRecord) => void;
     const done = new Promise<TaskRecord>((r) => (settle = r));
     const live: Live = {
       record,
+      stored: record.status,
       agent,
       controller: new AbortController(),
       usage: zeroUsage(),
-      errors: [],
+      log: undefined as unknown as TaskLog,
       stopRequested: false,
       done,
       settle,
+      started: false,
       finished: false,
+      ownsSlot: false,
     };
+    live.log = new TaskLog(this.store, record.id, this.maxOutputBytes, (reason) => {
+      // The disk refused the task's output: the task fails with that reason, nothing else does.
+      if (live.finished || live.hostFailure !== undefined) return;
+      live.hostFailure = reason;
+      this.abortDriver(live, reason);
+    });
     this.live.set(record.id, live);
     return live;
   }
 
+  private canLend(parent: Live): boolean {
+    return parent.started && !parent.finished && parent.lentTo === undefined && (parent.ownsSlot || parent.borrowedFrom !== undefined);
+  }
+
+  private takeSlot(live: Live): void {
+    live.ownsSlot = true;
+    this.runningCount++;
+  }
+
+  /** A started task ended: its slot goes back (to its parent, to its child still stopping, or to the queue). */
+  private releaseSlot(live: Live): void {
+    const heir = live.lentTo;
+    const lender = live.borrowedFrom;
+    live.lentTo = undefined;
+    live.borrowedFrom = undefined;
+    if (heir) {
+      // Its foreground child still runs in this slot (it is being stopped): the slot is the child's now.
+      heir.borrowedFrom = lender;
+      heir.ownsSlot = live.ownsSlot;
+      if (lender) lender.lentTo = heir;
+      live.ownsSlot = false;
+      return;
+    }
+    if (lender) {
+      lender.lentTo = undefined;
+      this.lendToWaitingChild(lender);
+      return;
+    }
+    if (live.ownsSlot) {
+      live.ownsSlot = false;
+      this.runningCount--;
+      this.pump();
+    }
+  }
+
+  /** The parent's slot is back: its next queued foreground child runs in it. */
+  private lendToWaitingChild(parent: Live): void {
+    const at = this.queue.findIndex((id) => {
+      const l = this.live.get(id);
+      return l !== undefined && !l.record.background && l.record.parentId === parent.record.id && l.record.status === "queued";
+    });
+    if (at === -1) return;
+    const child = this.live.get(this.queue.splice(at, 1)[0]!)!;
+    child.borrowedFrom = parent;
+    parent.lentTo = child;
+    this.start(child);
+  }
+
   private start(live: Live): void {
+    live.started = true;
     try {
       this.transition(live, "running", (r) => {
         r.startedAt = Date.now();
@@ -432,7 +604,6 @@ export class TaskHost {
       this.abandon(live, err);
       return;
     }
-    this.runningCount++;
     const driver = this.drivers[live.agent.driver];
     const emit = (event: DriverEvent): void => this.onEvent(live, event);
     let run: Promise<DriverResult>;
@@ -444,6 +615,8 @@ export class TaskHost {
         emit,
         killGraceMs: this.killGraceMs,
         cwd: live.record.cwd,
+        maxLineBytes: this.maxLineBytes,
+        onProcess: (group) => this.recordProcesses(live, group),
         ...(this.childTools ? { childTools: this.childTools } : {}),
       });
     } catch (err) {
@@ -455,40 +628,58 @@ export class TaskHost {
     );
   }
 
+  /** What a later host needs to stop this task's processes if this host dies first. */
+  private recordProcesses(live: Live, group: TaskProcessGroup): void {
+    if (live.finished || live.record.status !== "running") return;
+    try {
+      this.persist(live, { ...live.record, processes: group });
+    } catch (err) {
+      this.warn(`could not record the process group of task ${live.record.id}: ${errorMessage(err)}`);
+    }
+  }
+
   /**
-   * The store refused a transition (disk full, database busy, another host took the record): the
-   * task can no longer be recorded, but its caller must not wait forever. It is settled with the
-   * record as last written and the reason, and forgotten by this host.
+   * Another host took the record (it believed this one dead): the task is not this host's to
+   * record any more. Its caller is answered with the record as last known, and it is forgotten.
    */
-  private abandon(live: Live, err: unknown): void {
+  private abandon(live: Live, err: unknown, freeSlot = true): void {
     live.finished = true;
     this.live.delete(live.record.id);
     const queued = this.queue.indexOf(live.record.id);
     if (queued >= 0) this.queue.splice(queued, 1);
+    if (freeSlot && live.started) this.releaseSlot(live);
+    live.controller.abort(new Error("the task's record was taken over by another host"));
     live.settle({ ...live.record, errorMessage: `this host could not record the task's progress (${errorMessage(err)}); read it with ptc_task_output` });
   }
 
   private onEvent(live: Live, event: DriverEvent): void {
-    if (live.finished) return;
+    if (live.finished || event === null || typeof event !== "object") return;
     switch (event.type) {
       case "text":
-        if (event.text.length > 0) this.store.appendOutput(live.record.id, Buffer.from(event.text, "utf8"));
+        if (typeof event.text === "string") live.log.write(event.text);
         break;
-      case "usage":
-        live.usage.input += event.input;
-        live.usage.output += event.output;
-        if (event.cost !== undefined) live.usage.cost += event.cost;
+      case "usage": {
+        live.usage.input = addTokens(live.usage.input, tokenReading(event.input));
+        live.usage.output = addTokens(live.usage.output, tokenReading(event.output));
+        const cost = costReading(event.cost);
+        if (cost !== undefined) live.usage.cost = addCost(live.usage.cost, cost);
         break;
+      }
       case "turn":
-        live.usage.turns++;
+        live.usage.turns = addTokens(live.usage.turns, 1);
         break;
       case "report": {
+        const bytes = reportBytes(event.report);
+        if (bytes !== undefined && bytes > REPORT_BYTES) {
+          live.log.write(`\n[a report of ${formatBytes(bytes)} was ignored: a report is at most ${formatBytes(REPORT_BYTES)}]\n`);
+          break;
+        }
         const parsed = parseReport(event.report);
         if (parsed) live.toolReport = parsed;
         break;
       }
       case "error":
-        live.errors.push(event.message);
+        live.lastError = boundedMessage(typeof event.message === "string" && event.message !== "" ? event.message : "the child reported an error", EVENT_MESSAGE_BYTES);
         break;
     }
   }
@@ -497,21 +688,25 @@ export class TaskHost {
     if (live.finished) return;
     live.finished = true;
     const id = live.record.id;
-    const wasRunning = live.record.status !== "queued";
+    const wasRunning = live.started;
+    live.log.finish();
     const outputBytes = this.store.outputSize(id);
     const usage = this.measuredUsage(live);
 
     let status: TaskStatus;
     let error: string | undefined;
-    if (forced || live.stopRequested) {
+    if (live.hostFailure !== undefined) {
+      status = "failed";
+      error = live.hostFailure;
+    } else if (forced || live.stopRequested) {
       status = "canceled";
     } else if (result.exitCode !== 0) {
       status = "failed";
       // What the child said went wrong beats a bare exit status.
-      error = live.errors.at(-1) ?? result.error ?? `exited with code ${result.exitCode}`;
-    } else if (live.errors.length > 0) {
+      error = live.lastError ?? result.error ?? `exited with code ${result.exitCode}`;
+    } else if (live.lastError !== undefined) {
       status = "failed";
-      error = `exited 0 after reporting an error: ${live.errors.at(-1)}`;
+      error = `exited 0 after reporting an error: ${live.lastError}`;
     } else if (!this.hasFinalOutput(id, outputBytes)) {
       status = "failed";
       error = "exited 0 without any final output";
@@ -531,28 +726,23 @@ export class TaskHost {
         r.usage = usage;
         r.reportChannel = channelReport.channel;
         if (wasRunning && result.exitCode >= 0) r.exitCode = result.exitCode;
-        if (error !== undefined) r.errorMessage = error;
+        if (error !== undefined) r.errorMessage = boundedMessage(error, RECORD_MESSAGE_BYTES);
+        if (live.log.cutBytes > 0) r.outputCutBytes = live.log.cutBytes;
         if (status === "canceled" && live.stopReason !== undefined) r.stopReason = live.stopReason;
         if (channelReport.report) r.report = { ...channelReport.report, usage: { ...usage } };
       });
       this.live.delete(id);
+      if (live.stored !== live.record.status) this.unrecorded.set(id, { record: live.record, stored: live.stored });
       live.settle({ ...live.record });
     } catch (err) {
-      this.abandon(live, err);
+      this.abandon(live, err, false);
     } finally {
-      if (wasRunning) {
-        this.runningCount--;
-        this.pump();
-      }
+      if (wasRunning) this.releaseSlot(live);
     }
   }
 
   private measuredUsage(live: Live): Usage {
-    const { input, output } = live.usage;
-    const prices = live.agent.prices;
-    const cost = prices ? (input * prices.input + output * prices.output) / 1_000_000 : live.usage.cost;
-    // Sums of float prices drift in the last digits; a stable value keeps both channels equal.
-    return { input, output, cost: Math.round(cost * 1e9) / 1e9, turns: live.usage.turns };
+    return { input: live.usage.input, output: live.usage.output, cost: pricedCost(live.usage, live.agent.prices), turns: live.usage.turns };
   }
 
   /** Final output = something other than whitespace, found by scanning the log backwards in chunks. */
@@ -579,20 +769,73 @@ export class TaskHost {
     while (!this.closed && this.runningCount < this.maxRunning && this.queue.length > 0) {
       const id = this.queue.shift()!;
       const live = this.live.get(id);
-      if (live && live.record.status === "queued") this.start(live);
+      if (live && live.record.status === "queued") {
+        this.takeSlot(live);
+        this.start(live);
+      }
     }
   }
 
   private transition(live: Live, to: TaskStatus, mutate?: (r: TaskRecord) => void): void {
-    const from = live.record.status;
-    assertTransition(live.record.id, from, to);
+    assertTransition(live.record.id, live.record.status, to);
     const next: TaskRecord = { ...live.record, status: to };
     mutate?.(next);
-    if (!this.store.replace(next, { status: from, owner: this.owner })) {
+    this.persist(live, next);
+  }
+
+  /**
+   * Writes a live task's record. A store that refuses the write (a full disk, a database busy
+   * past its timeout) does not stop the task: the host keeps the record as it should be, serves
+   * it from memory, and writes it again until the store takes it. Only a record another host has
+   * taken over throws.
+   */
+  private persist(live: Live, next: TaskRecord): void {
+    let replaced: boolean;
+    try {
+      replaced = this.store.replace(next, { status: live.stored, owner: this.owner });
+    } catch (err) {
+      if (err instanceof TaskError && err.code === "task_store_read_only") throw err;
+      live.record = next;
+      this.warn(`could not record task ${next.id} as ${next.status} (${errorMessage(err)}); this host keeps it and writes it again every ${RETRY_WRITES_MS / 1000} s`);
+      this.scheduleRetry();
+      return;
+    }
+    if (!replaced) {
       // Only a reaper that believed this host dead could have moved it; the record is not ours now.
       throw new TaskError("task_not_owner", `task ${live.record.id} was changed by another host while this host owned it`, live.record.id);
     }
     live.record = next;
+    live.stored = next.status;
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer) return;
+    this.retryTimer = setInterval(() => this.retryUnrecorded(), RETRY_WRITES_MS);
+    this.retryTimer.unref();
+  }
+
+  /** Writes again what the store refused; live tasks are written again by their next transition. */
+  private retryUnrecorded(): void {
+    for (const [id, pending] of this.unrecorded) {
+      try {
+        if (!this.store.replace(pending.record, { status: pending.stored, owner: this.owner })) {
+          this.warn(`task ${id} was changed by another host before this host could record it as ${pending.record.status}`);
+        }
+        this.unrecorded.delete(id);
+      } catch {
+        // Still refused: try again on the next tick.
+      }
+    }
+    const livePending = [...this.live.values()].some((l) => l.stored !== l.record.status);
+    if (this.unrecorded.size === 0 && !livePending && this.retryTimer) {
+      clearInterval(this.retryTimer);
+      this.retryTimer = undefined;
+    }
+  }
+
+  private warn(message: string): void {
+    this.ownWarnings.push(message);
+    if (this.ownWarnings.length > MAX_WARNINGS) this.ownWarnings.shift();
   }
 
   private getOrThrow(id: string): TaskRecord {
@@ -606,12 +849,13 @@ export class TaskHost {
     const path = this.store.outputPath(id);
     if (path) return path;
     // In-memory logs have no file: the spill holds the log, extended with what arrived since the
-    // last read (appended, never rewritten, so polling a growing log stays cheap).
-    mkdirSync(this.spillDir, { recursive: true });
-    const spill = join(this.spillDir, `${id}.log`);
+    // last read (appended, never rewritten, so polling a growing log stays cheap). Its directory
+    // is private (0700) and its file never followed as a link: no one else reads or redirects it.
+    const dir = typeof this.spillDir === "string" ? ensurePrivateDir(this.spillDir) : this.spillDir.path;
+    const spill = join(dir, `${id}.log`);
     const written = this.spilled.get(id) ?? 0;
-    if (written === 0) writeFileSync(spill, this.store.readOutput(id, 0, total));
-    else if (total > written) appendFileSync(spill, this.store.readOutput(id, written, total));
+    if (written === 0) replaceFileAtomic(spill, this.store.readOutput(id, 0, total));
+    else if (total > written) appendPrivate(spill, this.store.readOutput(id, written, total));
     this.spilled.set(id, Math.max(written, total));
     return spill;
   }

@@ -5,7 +5,7 @@ import { invalidArgument } from "./errors.js";
 export * from "./types.js";
 export * from "./errors.js";
 export { canTransition, assertTransition } from "./status.js";
-export { currentOwner, isOwnerAlive, sameOwner } from "./owner.js";
+export { currentOwner, isPidOwnerAlive, sameOwner } from "./owner.js";
 export type { TaskStore, ListFilter, ListPage } from "./store.js";
 export { MemoryTaskStore } from "./store.js";
 export { SqliteTaskStore } from "./sqlite-store.js";

@@ -1,45 +1,32 @@
-import { readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import type { Owner } from "./types.js";
-
-/**
- * Linux exposes a process's start time (clock ticks since boot) in /proc/<pid>/stat field 22.
- * Together with the pid it identifies one process for its whole life, even after pid reuse.
- */
-function procStartTime(pid: number): string | undefined {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
-  // The command name (field 2) may contain spaces and parentheses; fields after it are plain.
-  const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = rest[19];
-  return ticks === undefined ? undefined : `proc:${ticks}`;
-}
-
-function procAvailable(): boolean {
-  return procStartTime(process.pid) !== undefined;
-}
+import { procStartTime } from "./processes.js";
 
 let selfOwner: Owner | undefined;
 
-/** The identity of this process as a record owner. */
+/**
+ * The identity of this process as a record owner. `hostId` is random per process: unlike a pid it
+ * means the same thing in every PID namespace, and it names this host's lock file on a data dir.
+ */
 export function currentOwner(): Owner {
   if (selfOwner) return selfOwner;
   const proc = procStartTime(process.pid);
   // Without /proc the wall-clock start is the best stable value; it only guards pid reuse on
   // this host's own records, and aliveness falls back to signal 0.
   const startTime = proc ?? `clock:${Math.round(Date.now() - process.uptime() * 1000)}`;
-  selfOwner = { pid: process.pid, startTime };
+  selfOwner = { pid: process.pid, startTime, hostId: randomBytes(12).toString("hex") };
   return selfOwner;
 }
 
-/** Whether the process that owns a record still runs (and is the same process, not a reused pid). */
-export function isOwnerAlive(owner: Owner): boolean {
+/**
+ * Whether a process with this pid and start time runs, as far as this process can see it. Only
+ * for owners without a host lock (records written before host locks, in-memory stores): a host
+ * in another PID namespace cannot see the owner's pid, which is why data dirs use locks.
+ */
+export function isPidOwnerAlive(owner: Owner): boolean {
   const self = currentOwner();
-  if (owner.pid === self.pid) return owner.startTime === self.startTime;
-  if (owner.startTime.startsWith("proc:") && procAvailable()) {
+  if (owner.pid === self.pid && owner.startTime === self.startTime) return true;
+  if (owner.startTime.startsWith("proc:") && procStartTime(process.pid) !== undefined) {
     return procStartTime(owner.pid) === owner.startTime;
   }
   try {
@@ -52,5 +39,5 @@ export function isOwnerAlive(owner: Owner): boolean {
 }
 
 export function sameOwner(a: Owner, b: Owner): boolean {
-  return a.pid === b.pid && a.startTime === b.startTime;
+  return a.pid === b.pid && a.startTime === b.startTime && (a.hostId ?? null) === (b.hostId ?? null);
 }

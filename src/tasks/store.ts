@@ -1,5 +1,5 @@
 import { isTerminal, type Owner, type TaskRecord, type TaskStatus } from "./types.js";
-import { sameOwner } from "./owner.js";
+import { isPidOwnerAlive, sameOwner } from "./owner.js";
 
 export interface ListFilter {
   status?: readonly TaskStatus[];
@@ -22,6 +22,12 @@ export interface TaskStore {
   readonly kind: "memory" | "sqlite";
   /** Where output logs live on disk, when they do. */
   readonly dataDir?: string;
+  /** Records can be read but not written (a read-only data dir): writes throw `task_store_read_only`. */
+  readonly readOnly: boolean;
+  /** Problems met reading the store that are no one caller's error (rows set aside), newest last. */
+  readonly warnings: readonly string[];
+  /** Whether the host that owns a record still runs (for a data dir: whether it holds its lock). */
+  isOwnerAlive(owner: Owner): boolean;
   insert(record: TaskRecord): void;
   /** Replaces a record if its stored status and owner still match; returns whether it did. */
   replace(record: TaskRecord, expect: { status: TaskStatus; owner: Owner }): boolean;
@@ -42,11 +48,62 @@ export function clone(record: TaskRecord): TaskRecord {
   return structuredClone(record);
 }
 
+/** Logs are kept in blocks of about this size: no copy of the whole log per read or per tiny write. */
+const BLOCK_BYTES = 64 * 1024;
+
+class ChunkedLog {
+  private readonly blocks: Buffer[] = [];
+  /** End offset of each block. */
+  private readonly ends: number[] = [];
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  size = 0;
+
+  append(chunk: Buffer): void {
+    this.pending.push(Buffer.from(chunk));
+    this.pendingBytes += chunk.length;
+    this.size += chunk.length;
+    if (this.pendingBytes >= BLOCK_BYTES) this.seal();
+  }
+
+  read(start: number, end: number): Buffer {
+    this.seal();
+    const stop = Math.min(end, this.size);
+    if (stop <= start) return Buffer.alloc(0);
+    const out = Buffer.allocUnsafe(stop - start);
+    // The first block that ends after `start`.
+    let lo = 0;
+    let hi = this.ends.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.ends[mid]! > start) hi = mid;
+      else lo = mid + 1;
+    }
+    let at = start;
+    for (let i = lo; at < stop; i++) {
+      const block = this.blocks[i]!;
+      const blockStart = this.ends[i]! - block.length;
+      const n = block.copy(out, at - start, at - blockStart, Math.min(block.length, stop - blockStart));
+      at += n;
+    }
+    return out;
+  }
+
+  private seal(): void {
+    if (this.pending.length === 0) return;
+    this.blocks.push(this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes));
+    this.ends.push(this.size);
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+}
+
 export class MemoryTaskStore implements TaskStore {
   readonly kind = "memory" as const;
+  readonly readOnly = false;
+  readonly warnings: readonly string[] = [];
   private readonly records = new Map<string, TaskRecord>();
-  private readonly outputs = new Map<string, Buffer[]>();
-  private readonly sizes = new Map<string, number>();
+  private readonly outputs = new Map<string, ChunkedLog>();
   private closed = false;
 
   insert(record: TaskRecord): void {
@@ -85,28 +142,23 @@ export class MemoryTaskStore implements TaskStore {
     return [...this.records.values()].filter((r) => r.parentId === parentId).map(clone);
   }
 
+  isOwnerAlive(owner: Owner): boolean {
+    return isPidOwnerAlive(owner);
+  }
+
   appendOutput(id: string, chunk: Buffer): void {
     this.assertOpen();
-    let chunks = this.outputs.get(id);
-    if (!chunks) this.outputs.set(id, (chunks = []));
-    chunks.push(Buffer.from(chunk));
-    this.sizes.set(id, (this.sizes.get(id) ?? 0) + chunk.length);
+    let log = this.outputs.get(id);
+    if (!log) this.outputs.set(id, (log = new ChunkedLog()));
+    log.append(chunk);
   }
 
   outputSize(id: string): number {
-    return this.sizes.get(id) ?? 0;
+    return this.outputs.get(id)?.size ?? 0;
   }
 
   readOutput(id: string, start: number, end: number): Buffer {
-    const chunks = this.outputs.get(id);
-    if (!chunks) return Buffer.alloc(0);
-    if (chunks.length > 1) {
-      // Coalesce once so repeated reads of a growing log stay cheap.
-      const all = Buffer.concat(chunks);
-      chunks.length = 0;
-      chunks.push(all);
-    }
-    return Buffer.from(chunks[0]!.subarray(start, end));
+    return this.outputs.get(id)?.read(start, end) ?? Buffer.alloc(0);
   }
 
   outputPath(): undefined {

@@ -36,12 +36,22 @@ export interface Report {
 }
 
 /**
- * Which process owns a record. The start time disambiguates a reused pid, so a host never
- * mistakes a dead owner whose pid was recycled for a live one.
+ * Which process owns a record. The start time disambiguates a reused pid; `hostId` names the
+ * owner's lock file on a data dir, which is how another host (possibly in another PID namespace,
+ * where the pid means nothing) tells whether the owner still runs.
  */
 export interface Owner {
   pid: number;
   startTime: string;
+  /** Absent on records written before host locks existed: their liveness is judged by pid. */
+  hostId?: string;
+}
+
+/** What a later host needs to stop a command task's processes (see processes.ts). */
+export interface TaskProcessGroup {
+  pgid: number;
+  startTime: string;
+  pidNamespace?: string;
 }
 
 /** The task record as the host keeps it (camelCase); the snake_case view is built by the tools. */
@@ -72,6 +82,10 @@ export interface TaskRecord {
   /** Stored only when the task succeeded. */
   report?: Report;
   outputBytes: number;
+  /** Bytes the child printed past the host's output cap that the log does not hold. */
+  outputCutBytes?: number;
+  /** A command task's process group, recorded when it started. */
+  processes?: TaskProcessGroup;
 }
 
 export function zeroUsage(): Usage {

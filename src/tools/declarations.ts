@@ -165,10 +165,11 @@ function renderTool(tool: Tool, indent: string): string {
     return `${out}${indent}}\n`;
   }
   const output = impl.output ? part(fn, "Output", impl.output.schema) : undefined;
-  if (!output) doc += "\nResolves to the tool's text output.";
+  // No declared type: a program gets whatever `execute` returned (a JSON copy), so it must look before it reads.
+  if (!output) doc += "\nResolves to the value the tool returns (no declared type: check it before use).";
   const parts = output ? [input, output] : [input];
   const typeOf = (p: Part): string => (p.selfRef ? `${fn}.${p.label}` : schemaToType(p.schema, indent, p.refs));
-  let out = `${comment(doc, indent)}${indent}function ${fn}(args${optionalArgs ? "?" : ""}: ${typeOf(input)}): Promise<${output ? typeOf(output) : "string"}>;\n`;
+  let out = `${comment(doc, indent)}${indent}function ${fn}(args${optionalArgs ? "?" : ""}: ${typeOf(input)}): Promise<${output ? typeOf(output) : "unknown"}>;\n`;
   const selfAliases = parts.filter((p) => p.selfRef).map((p) => `${inner}type ${p.label} = ${schemaToType(p.schema, inner, p.refs)};\n`);
   const aliases = selfAliases.join("") + aliasLines(parts);
   if (aliases !== "") out += `${indent}namespace ${fn} {\n${aliases}${indent}}\n`;

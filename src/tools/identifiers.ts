@@ -59,3 +59,17 @@ export function closestNames(name: string, candidates: readonly string[], limit 
   scored.sort((x, y) => x.score - y.score || x.candidate.localeCompare(y.candidate));
   return scored.slice(0, limit).map((s) => s.candidate);
 }
+
+/**
+ * Whether `candidate` is close enough to `name` to be offered as "did you mean": a random
+ * closest name misleads more than none.
+ */
+export function isCloseName(name: string, candidate: string): boolean {
+  const a = name.toLowerCase();
+  const b = candidate.toLowerCase();
+  if (a === b) return true;
+  if (Math.min(a.length, b.length) >= 3 && (a.includes(b) || b.includes(a))) return true;
+  // Two edits is one swapped pair of letters ("itmes"), the commonest typo; short names allow one.
+  const longest = Math.max(a.length, b.length);
+  return editDistance(a, b) <= (longest <= 3 ? 1 : Math.max(2, Math.floor(longest / 3)));
+}

@@ -6,6 +6,7 @@ import { formatIssues } from "./issues.js";
 import { isPlainObject, textOf } from "./json.js";
 import { asToolResult } from "./result.js";
 import { assertViewSubset } from "./subset.js";
+import { describeUnknownKeys, findUnknownKeys } from "./unknown-keys.js";
 import { checkCompactResult } from "./view-schemas.js";
 import type { PostErrorEvent, ResultView, ToolCallResult, ToolContext, ToolHooks, ToolRef } from "./types.js";
 
@@ -107,6 +108,9 @@ function checkInput(tool: Tool, impl: ToolInternals, raw: unknown, pinned: Resul
     throw invalidInput(`tool "${tool.id}" returns a single result and does not accept "result_view"`);
   }
   if (impl.input) {
+    // Before zod, which would strip them: a misspelled key is the cause of most of its other complaints.
+    const unknown = findUnknownKeys(impl.input, args);
+    if (unknown.length > 0) throw invalidInput(describeUnknownKeys(`tool "${tool.id}" input`, unknown));
     const parsed = zc.safeParse(impl.input, args);
     if (!parsed.success) throw invalidInput(formatIssues(`tool "${tool.id}" input`, parsed.error.issues, args));
     args = parsed.data as Record<string, unknown>;
@@ -197,7 +201,8 @@ export function buildChannels(
   } else if (impl.output) {
     structured = projectView(tool, impl.output, record);
   }
-  if (programOnly && structured !== undefined) return { content: [], structuredContent: structured };
+  // A program reads structuredContent, or the record itself when the tool declares no output.
+  if (programOnly) return structured === undefined ? { content: [] } : { content: [], structuredContent: structured };
 
   let text: string | undefined;
   // Leading bytes a tool pinned (its status and usage lines): the cut falls after them.
@@ -269,8 +274,25 @@ function refOf(tool: Tool): ToolRef {
  * Throws ToolError whenever the tool did not succeed; `errorResult` turns that into channels.
  */
 export async function invokeTool(tool: Tool, input: unknown, options: InvokeOptions): Promise<ToolCallResult> {
+  return (await invoke(tool, input, options)).result;
+}
+
+/**
+ * One call as a program makes it: the value `await tools.x(args)` resolves to. A tool with an
+ * output (or views) gives its `structuredContent`; any other tool the record its `execute`
+ * returned (a `ToolResult`'s `output`, after a postCall redaction), not its model text: the
+ * program is the reader, and it must get what the tool returned. Never the model text, so it is
+ * never built. The caller sends it across as JSON, which makes it a JSON copy.
+ */
+export async function invokeToolForProgram(tool: Tool, input: unknown, options: Omit<InvokeOptions, "audience">): Promise<unknown> {
+  const { result, record } = await invoke(tool, input, options, true);
+  return tool.hasOutput ? result.structuredContent : record;
+}
+
+async function invoke(tool: Tool, input: unknown, options: InvokeOptions, forProgram = false): Promise<{ result: ToolCallResult; record: unknown }> {
   const impl = toolInternals(tool, "invokeTool: tool");
   const opts = checkOptions(options);
+  if (forProgram) opts.audience = "program";
   const { ctx, hooks } = opts;
   const pinned = tool.hasResultViews ? opts.pinnedResultView : undefined;
   const ref = refOf(tool);
@@ -361,7 +383,7 @@ export async function invokeTool(tool: Tool, input: unknown, options: InvokeOpti
         result = buildChannels(tool, impl, record, view, next, opts.outputBudget, opts.development, programOnly, bound);
       }
     }
-    return result;
+    return { result, record };
   } catch (err) {
     const error = err instanceof ToolError ? err : new ToolError("tool_failed", messageOf(err), { cause: err });
     if (hooks?.postError) {

@@ -1,6 +1,6 @@
 import { boundText, DEFAULT_OUTPUT_BUDGET, validateBudget, type BoundOutput } from "./budget.js";
 import { describeValue, messageOf, ToolError } from "./errors.js";
-import { isPlainObject } from "./json.js";
+import { isPlainObject, jsonClone } from "./json.js";
 import { toolInternals, type Tool } from "./define.js";
 import type { ToolCallResult, ToolResult } from "./types.js";
 
@@ -60,11 +60,13 @@ export function errorResult(err: unknown, options: { outputBudget?: number; boun
 }
 
 /**
- * What `await tools.x(args)` resolves to in a program: `structuredContent` for tools that declare
- * an output (or views), the text otherwise. A result flagged `isError` becomes a thrown ToolError
+ * What `await tools.x(args)` resolves to in a program, from a call's channels: `structuredContent`
+ * for tools that declare an output (or views); for any other tool the record its `execute`
+ * returned, passed as `record` (programs get what the tool returned, not its model text), or the
+ * text when a host only kept the channels. A result flagged `isError` becomes a thrown ToolError
  * so a program can never mistake a failure for data.
  */
-export function guestValue(tool: Tool, result: ToolCallResult): unknown {
+export function guestValue(tool: Tool, result: ToolCallResult, record?: { value: unknown }): unknown {
   toolInternals(tool, "guestValue: tool");
   if (!isPlainObject(result) || !Array.isArray(result.content)) {
     throw new TypeError(`guestValue: "result" must be a ToolCallResult { content: [...] }, received ${describeValue(result)}`);
@@ -89,6 +91,10 @@ export function guestValue(tool: Tool, result: ToolCallResult): unknown {
       throw new TypeError(`guestValue: tool "${tool.id}" declares an output, so "result.structuredContent" must be an object, received ${describeValue(result.structuredContent)}`);
     }
     return result.structuredContent;
+  }
+  if (record !== undefined) {
+    if (!isPlainObject(record) || !Object.hasOwn(record, "value")) throw new TypeError(`guestValue: "record" must be { value }, received ${describeValue(record)}`);
+    return jsonClone(record.value) ?? null;
   }
   return text;
 }

@@ -144,6 +144,35 @@ export function topLevelKeys(schema: unknown): string[] {
   return [...keys];
 }
 
+/**
+ * The keys declared where `path` leads in a result schema (the shape a message names when a
+ * program read a key that is not there), or [] when the path leaves what the schema declares.
+ */
+export function keysAt(schema: unknown, path: readonly PathSegment[]): string[] {
+  const root = isPlainObject(schema) ? schema : {};
+  let nodes: unknown[] = [schema];
+  for (const segment of path) {
+    const next: unknown[] = [];
+    for (const node of nodes) {
+      for (const alternative of alternatives(root, node)) {
+        const result = step(alternative, segment);
+        if (result && result !== "open") next.push(result.child);
+      }
+    }
+    if (next.length === 0) return [];
+    nodes = next;
+  }
+  const keys = new Set<string>();
+  for (const node of nodes) for (const key of topLevelKeys(refResolved(root, node))) keys.add(key);
+  return [...keys];
+}
+
+/** A node with its local `$ref` followed against the root schema (topLevelKeys resolves refs against the node itself). */
+function refResolved(root: JsonSchema, node: unknown): unknown {
+  if (isPlainObject(node) && typeof node.$ref === "string") return refTarget(root, node.$ref) ?? node;
+  return node;
+}
+
 /** `a.b[0].c`, as a program would write the path. */
 export function formatSegments(path: readonly PathSegment[]): string {
   let out = "";

@@ -5,7 +5,7 @@
 // workflow's, so the host's count for the workflow is the sum of its agents' counts.
 import type { DriverEvent, TaskHost, TaskRecord, Usage } from "../tasks/index.js";
 import { TaskError, zeroUsage } from "../tasks/index.js";
-import { guestValue, invokeTool, ToolError, type ResultView, type ToolHooks } from "../tools/index.js";
+import { invokeToolForProgram, ToolError, type ResultView, type ToolHooks } from "../tools/index.js";
 import { setKey } from "../tools/json.js";
 import { formatBytes, messageOf } from "../text.js";
 import { backgroundAgentOutput, foregroundOutputOf } from "./agent-node.js";
@@ -103,16 +103,15 @@ export function runWorkflow(plan: WorkflowPlan, inputs: Record<string, unknown>,
   };
 
   async function runTool(node: Extract<PlannedNode, { type: "tool" }>, signal: AbortSignal): Promise<unknown> {
-    const result = await invokeTool(node.tool, paramsOf(node, false), {
+    // A node gets what a program would: the structured result, or what a tool without an output returned.
+    return invokeToolForProgram(node.tool, paramsOf(node, false), {
       ctx: { signal, callId: `${env.taskId}:${node.id}`, runId: `workflow-${env.taskId}`, depth: env.depth, taskId: env.taskId },
       ...(env.hooks ? { hooks: env.hooks } : {}),
       development: env.development ?? false,
       // Nodes read the structured result: its size is bounded below, not by the model's budget.
       outputBudget: Infinity,
-      audience: "program",
       ...(node.view ? { pinnedResultView: node.view } : {}),
     });
-    return guestValue(node.tool, result);
   }
 
   async function runAgent(node: Extract<PlannedNode, { type: "agent" }>, signal: AbortSignal, line: NodeLine): Promise<unknown> {

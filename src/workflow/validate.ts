@@ -434,7 +434,7 @@ function checkPath(subject: string, path: PathSegment[], targetId: string, targe
       problem(
         "unresolvable_path",
         at,
-        `${subject}, but ${of} declares no output schema, so its result is text with no fields; read the whole text with {{ .nodes.${targetId}.output }}`,
+        `${subject}, but ${of} declares no output schema, so nothing declares the fields of its result (the value its execute returned); read the whole value with {{ .nodes.${targetId}.output }}`,
         node,
       );
       return;

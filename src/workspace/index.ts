@@ -1,9 +1,9 @@
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync, type Stats } from "node:fs";
-import { dirname } from "node:path";
+import { closeSync, ftruncateSync } from "node:fs";
 import { z } from "zod";
 import { defineTool, ToolError, type Tool } from "../tools/index.js";
-import { checkGlob, confine, realRoot } from "./paths.js";
-import { isBinary } from "./scan.js";
+import { writeAll } from "../safe-fs.js";
+import { checkGlob, openForRead, openForWrite, realRoot, resolveConfinement, type Confinement } from "./paths.js";
+import { readLineRange, readLineRangeNow, readsAtOnce, type LineRange } from "./read.js";
 import { runScan } from "./scan-runner.js";
 
 export interface WorkspaceOptions {
@@ -13,6 +13,16 @@ export interface WorkspaceOptions {
   write?: boolean;
   /** Longest a list_files or search_files scan may run (default 10 s); it runs off the host's event loop. */
   scanBudgetMs?: number;
+  /**
+   * The runtime's own state, wherever it is (data dirs: sessions, task logs, spilled output): never
+   * read, listed, searched or written. createCodemode adds its data dir to the workspace tools it is given.
+   */
+  hide?: readonly string[];
+  /**
+   * The runtime's own configuration (config files, agent dirs): never written. `.git`, `.codemode`
+   * and `codemode.json` are never written wherever they are, listed here or not.
+   */
+  protect?: readonly string[];
 }
 
 /** Names of the tools that never change anything (what a read-only agent may reach). */
@@ -22,20 +32,29 @@ const READ_MAX_BYTES = 50 * 1024;
 const READ_MAX_LINES = 2000;
 const DEFAULT_SCAN_BUDGET_MS = 10_000;
 
-function statOrThrow(abs: string, rel: string): Stats {
-  try {
-    return statSync(abs);
-  } catch {
-    throw new ToolError("tool_failed", `file "${rel}" does not exist; find files with list_files`, { reason: "not_found" });
+/** The confinement each workspace tool was made with, so the runtime can add its own files to it later. */
+const confinements = new WeakMap<Tool, { hidden: string[]; protected: string[] }>();
+
+/**
+ * Tells workspace tools (others are left alone) about more of the runtime's own files: `hide` is
+ * never reached by any of them, `protect` never written. createCodemode calls it with its data dir
+ * and agent dirs for the workspace tools it is given.
+ */
+export function keepRuntimeFilesOut(tools: readonly Tool[], files: { hide?: readonly string[]; protect?: readonly string[] }): void {
+  for (const tool of tools) {
+    const confinement = confinements.get(tool);
+    if (!confinement) continue;
+    confinement.hidden.push(...(files.hide ?? []));
+    confinement.protected.push(...(files.protect ?? []));
   }
 }
 
-function readText(abs: string, rel: string): string {
-  const st = statOrThrow(abs, rel);
-  if (st.isDirectory()) throw new ToolError("tool_failed", `"${rel}" is a directory; list it with list_files({ pattern: "${rel}/*" })`, { reason: "is_directory" });
-  const buf = readFileSync(abs);
-  if (isBinary(buf)) throw new ToolError("tool_failed", `"${rel}" is a binary file; only text files can be read`, { reason: "binary_file" });
-  return buf.toString("utf8");
+function pathList(field: "hide" | "protect", value: unknown): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || value.some((p) => typeof p !== "string" || p === "")) {
+    throw new TypeError(`workspaceTools: "${field}" must be an array of path strings`);
+  }
+  return [...value];
 }
 
 export function workspaceTools(options: WorkspaceOptions): Tool[] {
@@ -44,6 +63,9 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
   const root = realRoot(options.root);
   const scanBudgetMs = options.scanBudgetMs ?? DEFAULT_SCAN_BUDGET_MS;
   if (!Number.isInteger(scanBudgetMs) || scanBudgetMs < 1) throw new TypeError(`workspaceTools: "scanBudgetMs" must be a positive integer of milliseconds, received ${String(options.scanBudgetMs)}`);
+  const own = { hidden: pathList("hide", options.hide), protected: pathList("protect", options.protect) };
+  // Resolved on every call: the runtime's dirs may be created (or added) after the tools are.
+  const confinement = (forWrite = false): Confinement => resolveConfinement({ root, hidden: own.hidden, protected: own.protected }, forWrite);
 
   const readCompact = z.object({
     path: z.string(),
@@ -64,41 +86,49 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
       end_line: z.number().int().min(1).optional(),
     }),
     views: { compact: readCompact, full: readCompact.extend({ bytes: z.number().int(), modified_at: z.string() }) },
-    execute: ({ path, start_line, end_line }) => {
-      const { abs, rel } = confine(root, path);
-      const text = readText(abs, rel);
-      const lines = text.length === 0 ? [] : text.replace(/\n$/, "").split("\n");
+    execute: ({ path, start_line, end_line }, ctx) => {
       const start = start_line ?? 1;
       if (end_line !== undefined && end_line < start) {
         throw new ToolError("tool_invalid_input", `"end_line" (${end_line}) must be ≥ "start_line" (${start})`, { reason: "schema_invalid" });
       }
-      if (start > Math.max(lines.length, 1)) {
-        throw new ToolError("tool_invalid_input", `"start_line" ${start} is past the end of "${rel}" (${lines.length} lines)`, { reason: "schema_invalid" });
-      }
-      const want = Math.min(end_line ?? lines.length, lines.length);
-      const picked: string[] = [];
-      let bytes = 0;
-      let truncated = false;
-      for (let i = start - 1; i < want; i++) {
-        const line = lines[i]!;
-        bytes += Buffer.byteLength(line) + 1;
-        if (picked.length >= READ_MAX_LINES || bytes > READ_MAX_BYTES) {
-          truncated = true;
-          break;
+      const { fd, stat, rel } = openForRead(confinement(), path);
+      const range = { size: stat.size, start, ...(end_line === undefined ? {} : { end: end_line }), maxLines: READ_MAX_LINES, maxBytes: READ_MAX_BYTES };
+      const answer = (read: LineRange) => {
+        if (read.binary) throw new ToolError("tool_failed", `"${rel}" is a binary file; only text files can be read`, { reason: "binary_file" });
+        if (start > Math.max(read.totalLines, 1)) {
+          throw new ToolError("tool_invalid_input", `"start_line" ${start} is past the end of "${rel}" (${read.totalLines} lines)`, { reason: "schema_invalid" });
         }
-        picked.push(line);
-      }
-      const st = statSync(abs);
-      return {
-        path: rel,
-        content: picked.join("\n"),
-        start_line: start,
-        end_line: start + picked.length - 1,
-        total_lines: lines.length,
-        truncated,
-        bytes: st.size,
-        modified_at: st.mtime.toISOString(),
+        return {
+          path: rel,
+          content: read.lines.join("\n"),
+          start_line: start,
+          end_line: start + read.lines.length - 1,
+          total_lines: read.totalLines,
+          truncated: read.truncated,
+          bytes: stat.size,
+          modified_at: stat.mtime.toISOString(),
+        };
       };
+      if (readsAtOnce(stat.size)) {
+        try {
+          return answer(readLineRangeNow(fd, range));
+        } finally {
+          closeSync(fd);
+        }
+      }
+      const onAbort = (): never => {
+        throw new ToolError("tool_aborted", `read_file of "${rel}" was cancelled (the program ended or its deadline passed)`);
+      };
+      return readLineRange(fd, { ...range, signal: ctx.signal, onAbort }).then(
+        (read) => {
+          closeSync(fd);
+          return answer(read);
+        },
+        (error: unknown) => {
+          closeSync(fd);
+          throw error;
+        },
+      );
     },
     toModelOutput: (r) =>
       `${r.path} lines ${r.start_line}-${r.end_line} of ${r.total_lines}${r.truncated ? ` (cut; read on with start_line ${r.end_line + 1})` : ""}\n${r.content}`,
@@ -125,7 +155,7 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
     },
     execute: async ({ pattern = "**/*", limit = 1000, include_hidden = false }, ctx) => {
       checkGlob(pattern, "pattern");
-      return runScan({ op: "list", root, pattern, limit, includeHidden: include_hidden }, scanBudgetMs, ctx.signal);
+      return runScan({ op: "list", root, hidden: confinement().hidden, pattern, limit, includeHidden: include_hidden }, scanBudgetMs, ctx.signal);
     },
     toModelOutput: (r) => `${r.count} file${r.count === 1 ? "" : "s"}${r.truncated ? " (more matched; narrow the pattern or raise limit)" : ""}\n${r.files.join("\n")}`,
   });
@@ -160,14 +190,14 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
         throw new ToolError("tool_invalid_input", `"pattern" is not a valid regular expression: ${(err as Error).message}`, { reason: "schema_invalid" });
       }
       checkGlob(fileGlob, "glob");
-      return runScan({ op: "search", root, pattern, flags, glob: fileGlob, maxResults: max_results }, scanBudgetMs, ctx.signal);
+      return runScan({ op: "search", root, hidden: confinement().hidden, pattern, flags, glob: fileGlob, maxResults: max_results }, scanBudgetMs, ctx.signal);
     },
     toModelOutput: (r) =>
       `${r.count} match${r.count === 1 ? "" : "es"} in ${r.files_searched} files searched${r.truncated ? " (max_results reached)" : ""}\n` +
       r.matches.map((m) => `${m.path}:${m.line}: ${m.text}`).join("\n"),
   });
 
-  const tools = [readFile, listFiles, searchFiles];
+  const tools: Tool[] = [readFile, listFiles, searchFiles];
   if (options.write) {
     const writeCompact = z.object({ path: z.string(), bytes: z.number().int(), created: z.boolean() });
     tools.push(
@@ -180,18 +210,19 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
         input: z.object({ path: z.string().describe("Path relative to the workspace root"), content: z.string() }),
         views: { compact: writeCompact, full: writeCompact.extend({ lines: z.number().int() }) },
         execute: ({ path, content }) => {
-          const { abs, rel } = confine(root, path);
-          if (existsSync(abs) && statSync(abs).isDirectory()) {
-            throw new ToolError("tool_failed", `"${rel}" is a directory; give a file path`, { reason: "is_directory" });
+          const { fd, rel, created } = openForWrite(confinement(true), path);
+          try {
+            if (!created) ftruncateSync(fd, 0);
+            writeAll(fd, Buffer.from(content));
+          } finally {
+            closeSync(fd);
           }
-          const created = !existsSync(abs);
-          mkdirSync(dirname(abs), { recursive: true });
-          writeFileSync(abs, content);
           return { path: rel, bytes: Buffer.byteLength(content), created, lines: content.length === 0 ? 0 : content.replace(/\n$/, "").split("\n").length };
         },
         toModelOutput: (r) => `${r.created ? "created" : "wrote"} ${r.path} (${r.bytes} bytes)`,
       }),
     );
   }
+  for (const tool of tools) confinements.set(tool, own);
   return tools;
 }

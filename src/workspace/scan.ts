@@ -1,9 +1,11 @@
 // The work behind list_files and search_files: globbing the tree and matching a model's regular
 // expression line by line. Both can take unbounded time on hostile input (a backtracking regex, a
 // pathological glob), so they never run on the host's event loop: see scan-runner.ts.
-import { readFileSync, statSync } from "node:fs";
+import { closeSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { isInside } from "./paths.js";
+import { readAt } from "../safe-fs.js";
+import { openForRead, reachable, type Confinement } from "./paths.js";
+import { BINARY_SNIFF_BYTES } from "./read.js";
 
 export const SEARCH_MAX_FILE_BYTES = 1024 * 1024;
 const SEARCH_LINE_CHARS = 300;
@@ -12,6 +14,8 @@ const IGNORED = ["**/node_modules/**", "**/.git/**"];
 export interface ListRequest {
   op: "list";
   root: string;
+  /** The runtime's own state, resolved: never listed. */
+  hidden: readonly string[];
   pattern: string;
   limit: number;
   includeHidden: boolean;
@@ -20,6 +24,8 @@ export interface ListRequest {
 export interface SearchRequest {
   op: "search";
   root: string;
+  /** The runtime's own state, resolved: never searched. */
+  hidden: readonly string[];
   pattern: string;
   flags: string;
   glob: string;
@@ -44,8 +50,10 @@ export type SearchResult = {
 };
 
 export function isBinary(buf: Buffer): boolean {
-  return buf.subarray(0, 8192).includes(0);
+  return buf.subarray(0, BINARY_SNIFF_BYTES).includes(0);
 }
+
+const confinementOf = (request: ScanRequest): Confinement => ({ root: request.root, hidden: request.hidden, protected: [] });
 
 function cutLine(text: string): string {
   return text.length > SEARCH_LINE_CHARS ? text.slice(0, SEARCH_LINE_CHARS) + "…" : text;
@@ -56,10 +64,12 @@ const loadGlob = async () => (await import("tinyglobby")).glob;
 
 export async function listFiles(request: ListRequest): Promise<ListResult> {
   const { root, pattern, limit, includeHidden } = request;
+  const confinement = confinementOf(request);
   const glob = await loadGlob();
-  // A pattern can name a path through a symlinked directory; what lies outside the root is not listed.
+  // A pattern can name a path through a symlinked directory; what lies outside the root, or in the
+  // runtime's own data dir, is not listed.
   const found = (await glob(pattern, { cwd: root, dot: includeHidden, onlyFiles: true, followSymbolicLinks: false, ignore: IGNORED }))
-    .filter((file) => isInside(root, join(root, file)))
+    .filter((file) => reachable(confinement, join(root, file)))
     .sort();
   const files = found.slice(0, limit);
   return {
@@ -75,6 +85,7 @@ export async function listFiles(request: ListRequest): Promise<ListResult> {
 
 export async function searchFiles(request: SearchRequest): Promise<SearchResult> {
   const { root, maxResults } = request;
+  const confinement = confinementOf(request);
   const re = new RegExp(request.pattern, request.flags);
   const glob = await loadGlob();
   const files = (await glob(request.glob, { cwd: root, onlyFiles: true, followSymbolicLinks: false, ignore: IGNORED })).sort();
@@ -82,12 +93,21 @@ export async function searchFiles(request: SearchRequest): Promise<SearchResult>
   let searched = 0;
   let truncated = false;
   outer: for (const rel of files) {
-    const abs = join(root, rel);
-    // A symlink inside the root may point anywhere; its target is searched only if inside too.
-    if (!isInside(root, abs)) continue;
-    const st = statSync(abs, { throwIfNoEntry: false });
-    if (!st || st.size > SEARCH_MAX_FILE_BYTES) continue;
-    const buf = readFileSync(abs);
+    // The same open as read_file's: inside the root (checked on the descriptor), never the data
+    // dir, never a FIFO or device (a blocked read would outlive this worker's termination).
+    let opened: ReturnType<typeof openForRead>;
+    try {
+      opened = openForRead(confinement, rel);
+    } catch {
+      continue;
+    }
+    let buf: Buffer;
+    try {
+      if (opened.stat.size > SEARCH_MAX_FILE_BYTES) continue;
+      buf = readAt(opened.fd, 0, SEARCH_MAX_FILE_BYTES);
+    } finally {
+      closeSync(opened.fd);
+    }
     if (isBinary(buf)) continue;
     searched++;
     const lines = buf.toString("utf8").split("\n");

@@ -22,11 +22,12 @@ describe("codemode run", () => {
     expect(result.stderr).toBe("");
     const out = JSON.parse(result.stdout);
     expect(Object.keys(out)).toEqual(["content", "structuredContent", "details"]);
-    expect(out.content).toEqual([{ type: "text", text: "alpha" }]);
+    // The return value is not shown because the program printed; the model is told so.
+    expect(out.content).toEqual([{ type: "text", text: "alpha\n\nWarnings:\n- the return value (1 byte of JSON) is not shown because the program printed with text(); text() it to see it here" }]);
     expect(out.structuredContent).toMatchObject({ status: "ok", value: 1, tool_calls: 1 });
     expect(out.details.console).toEqual([{ level: "warn", text: "read a.txt" }]);
     expect(out.details.calls).toMatchObject([{ id: 1, tool: "read_file", args: '{"path":"a.txt"}', status: "ok" }]);
-    expect(out.details.warnings).toEqual([]);
+    expect(out.details.warnings).toEqual(["the return value (1 byte of JSON) is not shown because the program printed with text(); text() it to see it here"]);
   });
 
   it("a failed program exits 1 with the failure and the receipt on stderr", async () => {
@@ -35,7 +36,7 @@ describe("codemode run", () => {
       code: 1,
       stdout: "",
       stderr:
-        "Script failed (exception): TypeError: cannot read property 'x' of null (line 3, column 5)\n\npartial\n\nTool calls made before the failure (not undone):\n- tools.list_files: ok\n",
+        "Script failed (exception): TypeError: cannot read property 'x' of null (line 3, column 5)\n3 | null.x;\n  |     ^\n\npartial\n\nTool calls made before the failure (not undone):\n- tools.list_files: ok\n",
     });
   });
 
@@ -86,7 +87,7 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
     ["--config names no file", ["run", "x.js", "--config", "nope.json"], undefined, "--config: no configuration file at nope.json\n"],
     ["mcp takes no arguments", ["mcp", "github"], undefined, "codemode mcp: takes no arguments, got github; configure upstream servers in codemode.json\nRun codemode help for usage.\n"],
     ["config: not JSON", ["run", "x.js"], "{ limits: 1", "is not valid JSON"],
-    ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json: unknown field "limit"; expected one of "$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace"\n'],
+    ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json: unknown field "limit"; expected one of "$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace", "tasks"\n'],
     ["config: bad limit", ["run", "x.js"], JSON.stringify({ limits: { timeoutMs: -1 } }), "codemode.json: limits.timeoutMs must be an integer from 1 to 600000, got the number -1\n"],
     ["config: server without command", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { args: [] } } }), 'codemode.json: mcpServers.gh: "command" must be a non-empty string (the program to start), got undefined\n'],
     ["config: server args", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { command: "x", args: "--stdio" } } }), 'codemode.json: mcpServers.gh: "args" must be an array of strings, got the string "--stdio"\n'],

@@ -70,7 +70,10 @@ describe("run(): results", () => {
       duration_ms: result.structuredContent.duration_ms,
     });
     expect(typeof result.structuredContent.duration_ms).toBe("number");
-    expect(result.content).toStrictEqual([{ type: "text", text: '{"sum":3}' }]);
+    // The return value is not shown because the program printed; the model is told where it is.
+    expect(result.content).toStrictEqual([
+      { type: "text", text: '{"sum":3}\n\nWarnings:\n- the return value (24 bytes of JSON) is not shown because the program printed with text(); text() it to see it here' },
+    ]);
     expect(Object.hasOwn(result, "isError")).toBe(false);
     expect(Object.hasOwn(result.structuredContent, "error")).toBe(false);
     expect(result.details.calls).toStrictEqual([{ id: 1, tool: "add", args: '{"a":1,"b":2}', status: "ok", durationMs: result.details.calls[0].durationMs }]);
@@ -103,7 +106,7 @@ describe("run(): results", () => {
     ]);
   });
 
-  it("resolves a tool without an output schema to its text", async () => {
+  it("resolves a tool without an output schema to the value it returned (a string stays a string)", async () => {
     const result = await cm.run(`return await tools.wait({ label: "x" })`);
     expect(result.structuredContent.value).toBe("done x");
   });
@@ -112,12 +115,18 @@ describe("run(): results", () => {
     const result = await cm.run(`const a = 1;\nconst b = ;`);
     expect(result.structuredContent.error).toStrictEqual({ kind: "syntax", message: "SyntaxError: unexpected token in expression: ';'", line: 2, column: 11 });
     expect(result.isError).toBe(true);
-    expect(text(result)).toBe("Script failed (syntax): SyntaxError: unexpected token in expression: ';' (line 2, column 11)\n\nNo tool calls were made before the failure.");
+    expect(text(result)).toBe("Script failed (syntax): SyntaxError: unexpected token in expression: ';' (line 2, column 11)\n2 | const b = ;\n  |           ^\n\nNo tool calls were made before the failure.");
   });
 
   it("reports an exception at its position, with line 1 columns unshifted by the wrapper", async () => {
     const first = await cm.run(`missing()`);
-    expect(first.structuredContent.error).toStrictEqual({ kind: "exception", message: "ReferenceError: 'missing' is not defined", line: 1, column: 1 });
+    expect(first.structuredContent.error).toStrictEqual({
+      kind: "exception",
+      message: "ReferenceError: 'missing' is not defined",
+      line: 1,
+      column: 1,
+      hint: "missing is not defined: declare it (const missing = …) before this line; the sandbox's own globals are tools, text, console, store, load, sleep, setTimeout, clearTimeout and budget",
+    });
     const third = await cm.run(`let a = 1;\nlet b = 2;\n  null.x;`);
     expect(third.structuredContent.error).toMatchObject({ kind: "exception", line: 3, column: 7 });
   });
@@ -130,7 +139,9 @@ describe("run(): results", () => {
   it("ends a failed run's content with the receipt of the calls already made", async () => {
     const result = await cm.run(`await tools.add({ a: 1, b: 1 }); await tools.wait({ label: "w" }); text("before"); throw new Error("boom")`);
     expect(text(result)).toBe(
-      "Script failed (exception): Error: boom (line 1, column 99)\n\nbefore\n\nTool calls made before the failure (not undone):\n- tools.add: ok\n- tools.wait: ok",
+      'Script failed (exception): Error: boom (line 1, column 99)\n1 | await tools.add({ a: 1, b: 1 }); await tools.wait({ label: "w" }); text("before"); throw new Error("boom")\n  |' +
+        " ".repeat(99) +
+        "^\n\nbefore\n\nTool calls made before the failure (not undone):\n- tools.add: ok\n- tools.wait: ok",
     );
   });
 });
@@ -197,7 +208,10 @@ describe("run(): tools from a program", () => {
     expect(result.structuredContent.status).toBe("ok");
     expect(aborted).toStrictEqual(["left"]);
     expect(result.details.calls[0]).toMatchObject({ tool: "hang", status: "cancelled" });
-    expect(result.details.warnings).toStrictEqual(['tools.hang({"label":"left"}) was still pending and was cancelled — missing await?']);
+    const warning = 'tools.hang({"label":"left"}) at line 1 was still pending and was cancelled — missing await? Write await tools.hang(…).';
+    expect(result.details.warnings).toStrictEqual([warning]);
+    // What the model must act on is in content too.
+    expect(text(result)).toBe(`done\n\nWarnings:\n- ${warning}`);
   });
 });
 

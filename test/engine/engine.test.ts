@@ -50,3 +50,23 @@ describe("the worker pool", () => {
     expect(done.error?.message).toMatch(/^the sandbox worker could not start \(3 attempts; last: .*memory limit/);
   });
 });
+
+describe("workers that hold memory", () => {
+  it("are replaced once a run leaves more than idleBytes in them, or overflowed the stack; small runs keep their worker", async () => {
+    const engine = new SandboxEngine({ defaultMemoryBytes: 64 * 1024 * 1024, maxWorkers: 1, minWorkers: 1, idleBytes: 8 * 1024 * 1024 });
+    engines.push(engine);
+    await engine.start();
+    for (let i = 0; i < 5; i++) expect((await engine.run(request(`return ${i}`), quiet).done).ok).toBe(true);
+    // The first worker finds where the allocator keeps its break; wait until it has told the pool.
+    for (let i = 0; i < 200 && !(engine as unknown as { layout?: unknown }).layout; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(engine.workersReplaced).toBe(0);
+    const grow = await engine.run(request(`const a = []; for (let i = 0; i < 240; i++) a.push("s".repeat(65536) + i); return a.length`), quiet).done;
+    expect([grow.ok, grow.retire]).toStrictEqual([true, true]);
+    expect(engine.workersReplaced).toBe(1);
+    const deep = await engine.run(request(`function f(n) { return f(n + 1) + 1 } f(0)`), quiet).done;
+    expect([deep.error?.kind, deep.retire]).toStrictEqual(["stack", true]);
+    expect(engine.workersReplaced).toBe(2);
+    expect((await engine.run(request("return 7"), quiet).done).valueJson).toBe("7");
+    expect(engine.workerCount).toBe(1);
+  });
+});

@@ -80,7 +80,7 @@ return [await AF("return typeof require")(), GF("yield typeof process")().next()
     name: "static import is a syntax error, not a load",
     category: "escape",
     code: `import fs from "fs"; return fs`,
-    expect: { status: "error", kind: "syntax", message: ["SyntaxError"] },
+    expect: { status: "error", kind: "syntax", message: ["import is not available"], text: ["drop the import"] },
   },
   {
     name: "reaching the bridge by name",
@@ -95,7 +95,7 @@ return [await AF("return typeof require")(), GF("yield typeof process")().next()
     expect: {
       status: "ok",
       value: [
-        "clearTimeout", "console", "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "eval", "globalThis",
+        "budget", "clearTimeout", "console", "decodeURI", "decodeURIComponent", "encodeURI", "encodeURIComponent", "escape", "eval", "globalThis",
         "isFinite", "isNaN", "load", "parseFloat", "parseInt", "setTimeout", "sleep", "store", "text", "tools", "undefined", "unescape",
       ],
     },
@@ -154,7 +154,8 @@ return [inTimer, fromTool].join("\\n")`,
 for (const name of ["text", "tools", "store", "load", "sleep", "console"]) { try { Object.defineProperty(globalThis, name, { value: () => "fake" }); out.push("redefined") } catch (e) { out.push(e.name) } }
 text("swallowed"); realText("shown"); return [out, tools(), typeof tools.echo]`,
     expect: { status: "ok", value: [["redefined", "redefined", "redefined", "redefined", "redefined", "redefined"], "fake", "undefined"], text: ["shown"] },
-    check: (result) => expect(result.content[0].text).toBe("shown"),
+    // The note after the output says the return value is not shown.
+    check: (result) => expect(result.content[0].text.split("\n\n")[0]).toBe("shown"),
   },
   {
     name: "a Proxy as the global prototype sees nothing of the prelude",

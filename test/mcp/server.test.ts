@@ -95,7 +95,7 @@ text(\`\${item.name}: \${item.stock}; notes have \${notes.total_lines} lines\`);
 return item.stock;`;
     const result = await client.callTool({ name: "ptc_run_code", arguments: { code } });
     expect(result.isError).toBeUndefined();
-    expect(text(result)).toBe("anvil: 3; notes have 2 lines");
+    expect(text(result)).toBe("anvil: 3; notes have 2 lines\n\nWarnings:\n- the return value (1 byte of JSON) is not shown because the program printed with text(); text() it to see it here");
     expect(result.structuredContent).toMatchObject({ status: "ok", value: 3, tool_calls: 2 });
   });
 
@@ -157,7 +157,8 @@ return { before: before.count, handle: [handle.status, handle.report_channel, "u
     const result = await client.callTool({ name: "ptc_run_code", arguments: { code: `await tools.inventory.explode({});` } });
     expect(result.isError).toBe(true);
     expect(text(result)).toBe(
-      "Script failed (exception): ToolError: the warehouse is on fire\n\nTool calls made before the failure (not undone):\n- tools.inventory.explode: error",
+      // The rejection names the line of the call, with its code frame.
+      "Script failed (exception): ToolError: the warehouse is on fire (line 1, column 30)\n1 | await tools.inventory.explode({});\n  |                              ^\n\nTool calls made before the failure (not undone):\n- tools.inventory.explode: error",
     );
     expect(result.structuredContent).toMatchObject({ status: "error", error: { kind: "exception", message: "ToolError: the warehouse is on fire" }, tool_calls: 1 });
   });

@@ -1,9 +1,12 @@
 // Upstream MCP servers bound as tools.<server>.<tool>: a real stdio server (the inventory fixture)
 // behind the SDK client, called from programs.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createCodemode, type Codemode } from "../../src/index.js";
+import { createCodemode, workspaceTools, type Codemode } from "../../src/index.js";
 import { connectUpstreams, type Upstreams } from "../../src/mcp/upstream.js";
-import { INVENTORY_SERVER } from "./helpers.js";
+import { INVENTORY_SERVER, ROOT } from "./helpers.js";
 
 describe("upstream MCP servers", () => {
   let upstreams: Upstreams;
@@ -110,6 +113,109 @@ describe("an upstream server that dies mid-session", () => {
     } finally {
       await cm.close();
       await upstreams.close();
+    }
+  });
+});
+
+const MISBEHAVING_SERVER = join(ROOT, "test", "mcp", "fixtures", "misbehaving-server.mjs");
+const misbehaving = (mode = "", env: Record<string, string> = {}) => ({ command: process.execPath, args: [MISBEHAVING_SERVER], env: { MISBEHAVE: mode, ...env } });
+
+describe("a hostile upstream server", () => {
+  it("one that always returns nextCursor is read for at most maxListPages pages; start-up ends and the tools so far are bound", async () => {
+    const upstreams = await connectUpstreams({ loop: misbehaving("endless-cursor") }, { maxListPages: 25 });
+    try {
+      expect(upstreams.servers).toEqual([{ name: "loop", status: "connected", tools: Array.from({ length: 25 }, (_, i) => `t${i + 1}`) }]);
+      expect(upstreams.warnings).toEqual(['MCP server "loop": listing its tools stopped because it still returned nextCursor after 25 pages; the 25 tools listed so far are bound']);
+    } finally {
+      await upstreams.close();
+    }
+  });
+
+  it("one whose later page never answers is bounded by one start-up deadline for all pages together", async () => {
+    const upstreams = await connectUpstreams({ stall: misbehaving("stall-page-2") }, { startupTimeoutMs: 1500 });
+    try {
+      expect(upstreams.servers).toEqual([{ name: "stall", status: "connected", tools: ["first"] }]);
+      expect(upstreams.warnings).toEqual(['MCP server "stall": listing its tools stopped at page 2 (MCP error -32001: Request timed out); the 1 tools of the first 1 pages are bound']);
+    } finally {
+      await upstreams.close();
+    }
+  });
+
+  it("an answer over the message limit fails that call only; the server stays connected for the next call", async () => {
+    const upstreams = await connectUpstreams({ fs: misbehaving() }, { maxMessageBytes: 1024 * 1024 });
+    const cm = await createCodemode({ tools: upstreams.tools, agentDirs: [], workers: { min: 0 } });
+    try {
+      const result = await cm.run(`
+        const out = [];
+        try { await tools.fs.big({ mb: 3 }); out.push("no error"); } catch (e) { out.push(e.code + ": " + e.message); }
+        out.push(await tools.fs.echo({ path: "after" }));
+        out.push((await tools.fs.big({ mb: 0.5 })).length);
+        return out;`);
+      expect(result.structuredContent.value).toEqual([
+        `tool_failed: MCP server "fs" could not run "big": MCP error -32000: the server's answer is a 3.0 MiB message, over the 1.0 MiB limit for one message from an upstream MCP server; it was refused (the server stays connected): ask for less, e.g. a narrower query or one page at a time`,
+        'echo {"path":"after"}',
+        512 * 1024,
+      ]);
+    } finally {
+      await cm.close();
+      await upstreams.close();
+    }
+  });
+
+  it("counts a tool as read-only only when the server annotates it so or the configuration lists it", async () => {
+    const upstreams = await connectUpstreams({ fs: { ...misbehaving(), readOnlyTools: ["list_dir"] } });
+    try {
+      expect(upstreams.readOnlyTools).toEqual(["fs.read_file", "fs.list_dir"]);
+    } finally {
+      await upstreams.close();
+    }
+  });
+});
+
+describe("allow-lists and the read-only tier against upstream tools with workspace names", () => {
+  it("a read-only script agent allowed read_file gets the workspace's, never an upstream server's; an annotated upstream tool it names is allowed", async () => {
+    const root = mkdtempSync(join(tmpdir(), "ro-agent-"));
+    writeFileSync(join(root, "note.txt"), "workspace note\n");
+    const upstreams = await connectUpstreams({ fs: misbehaving() });
+    const program = `
+      const out = {};
+      for (const [name, call] of Object.entries({
+        ws: () => tools.read_file({ path: "note.txt" }),
+        upstream: () => tools.fs.read_file({ path: "/root/.ssh/id_rsa" }),
+        upstreamWrite: () => tools.fs.write_file({ path: "/etc/x" }),
+      })) { try { const r = await call(); out[name] = typeof r === "string" ? r : r.content; } catch (e) { out[name] = e.code ?? e.message; } }
+      text(JSON.stringify(out));`;
+    const cm = await createCodemode({
+      cwd: root,
+      agentDirs: [],
+      tools: [...workspaceTools({ root }), ...upstreams.tools],
+      readOnlyTools: upstreams.readOnlyTools,
+      agents: [
+        { name: "bare", description: "d", driver: "script", readOnly: true, tools: ["read_file"], scriptCode: program },
+        { name: "named", description: "d", driver: "script", readOnly: true, tools: ["read_file", "fs.read_file", "fs.write_file"], scriptCode: program },
+      ],
+      workers: { min: 0 },
+    });
+    try {
+      const outputOf = (agent: string) =>
+        cm.run(`await tools.ptc_subagent({ agent: "${agent}", task: "t" }); const { tasks } = await tools.ptc_task_list({}); return (await tools.ptc_task_output({ task_id: tasks.at(-1).id })).output`);
+      const bare = await outputOf("bare");
+      expect(JSON.parse(bare.structuredContent.value as string)).toEqual({
+        ws: "workspace note",
+        upstream: expect.stringMatching(/^tools\.fs is not a tool\./),
+        upstreamWrite: expect.stringMatching(/^tools\.fs is not a tool\./),
+      });
+      const named = await outputOf("named");
+      // fs.write_file is named but not declared read-only: a read-only agent does not get it.
+      expect(JSON.parse(named.structuredContent.value as string)).toEqual({
+        ws: "workspace note",
+        upstream: "upstream read of /root/.ssh/id_rsa",
+        upstreamWrite: expect.stringMatching(/^tools\.fs\.write_file is not a tool\./),
+      });
+    } finally {
+      await cm.close();
+      await upstreams.close();
+      rmSync(root, { recursive: true, force: true });
     }
   });
 });

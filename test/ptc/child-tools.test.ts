@@ -4,7 +4,8 @@ import type { AddressInfo } from "node:net";
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AgentRegistry, TaskHost, memoryTaskStore } from "../../src/tasks/index.js";
+import { AgentRegistry, TaskHost, allowedChildTools, memoryTaskStore } from "../../src/tasks/index.js";
+import { defineTool, z } from "../../src/index.js";
 import { childToolProvider } from "../../src/ptc/index.js";
 import { workspaceTools } from "../../src/workspace/index.js";
 
@@ -63,5 +64,23 @@ describe("childToolProvider", () => {
     ]);
     expect(existsSync(join(root, "b.txt"))).toBe(false);
     await host.close();
+  });
+});
+
+describe("childToolProvider and tools of the same name", () => {
+  it("names tools by full path: an upstream fs.read_file neither shadows nor is mistaken for the workspace read_file", async () => {
+    const upstreamRead = defineTool({ name: "read_file", namespace: "fs", description: "upstream read", input: z.object({ path: z.string() }), execute: async ({ path }) => `UPSTREAM ${path}` });
+    const provider = childToolProvider([...workspaceTools({ root }), upstreamRead]);
+    const listed = provider.list();
+    expect(listed.filter((t) => t.path.endsWith("read_file")).map((t) => [t.path, t.name, t.readOnly])).toStrictEqual([
+      ["read_file", "read_file", true],
+      ["fs.read_file", "fs__read_file", false],
+    ]);
+    expect(allowedChildTools(listed, ["read_file"], true).map((t) => t.path)).toStrictEqual(["read_file"]);
+    expect(allowedChildTools(listed, ["fs.read_file"], true)).toStrictEqual([]);
+    expect(allowedChildTools(listed, ["fs.read_file"], false).map((t) => t.name)).toStrictEqual(["fs__read_file"]);
+    const ctx = { signal: new AbortController().signal, depth: 1, taskId: "T" };
+    expect(await provider.call("read_file", { path: "a.txt" }, ctx)).toBe("a.txt lines 1-2 of 2\nline one\nline two");
+    expect(await provider.call("fs.read_file", { path: "a.txt" }, ctx)).toBe("UPSTREAM a.txt");
   });
 });

@@ -235,6 +235,32 @@ describe("ptc_task_list", () => {
   });
 });
 
+describe("ptc_task_list against long error messages", () => {
+  it("cuts each row's error_message at 300 characters, in both views, saying where the whole message is", async () => {
+    const host = new TaskHost({
+      store: memoryTaskStore(),
+      agents: new AgentRegistry({ dirs: [], agents: [{ name: "verbose", description: "d", driver: "function", run: async () => { throw new Error("e".repeat(50_000)); } }] }),
+    });
+    hosts.push(host);
+    const tools = Object.fromEntries(ptcTools(host).map((t) => [t.name, t])) as Record<string, Tool>;
+    for (let i = 0; i < 3; i++) await refusal(tools.ptc_subagent!, { agent: "verbose", task: `t${i}` });
+    const compact = await call(tools.ptc_task_list!, {});
+    const full = await call(tools.ptc_task_list!, { result_view: "full" });
+    for (const view of [compact, full]) {
+      for (const row of view.sc.tasks as Array<{ id: string; error_message: string }>) {
+        // The stored message is 4,096 characters and its own cut note (4,125 in all).
+        expect(row.error_message).toBe(`${"e".repeat(300)}… (3825 more characters: ptc_task_output({ task_id: "${row.id}" }) has the whole message)`);
+      }
+    }
+    assertViewSubset(compact.sc, full.sc);
+    // The record keeps up to 4 KiB of it; ptc_task_output shows that much.
+    const id = (compact.sc.tasks as Array<{ id: string }>)[0]!.id;
+    const out = await call(tools.ptc_task_output!, { task_id: id, result_view: "full" });
+    expect((out.sc.task as { error_message: string }).error_message).toMatch(/^e{4096}… \(45904 more characters cut\)$/);
+    expect(JSON.stringify(compact.sc).length).toBeLessThan(2000);
+  });
+});
+
 describe("ptc_task_output", () => {
   it("running: current status, no usage, no report_channel; paging with since_bytes", async () => {
     const { tools } = setup();
@@ -408,15 +434,16 @@ describe("what survives a cut of the text, and what each channel says", () => {
     return err.fields!.task_id!;
   }
 
-  it("a 50,000-character error message is what the budget cuts: the status and usage lines stay", async () => {
+  it("a 50,000-character error message is stored cut to 4 KiB, and the budget cuts the rest: the status and usage lines stay", async () => {
     const { tools } = setup({ agents: AGENTS_17 });
     const id = await failedTask(tools, "verbose");
-    const r = await call(tools.ptc_task_output!, { task_id: id });
+    const r = await call(tools.ptc_task_output!, { task_id: id }, ctx(), 3000);
     const text = r.content[0]!.text;
-    expect(Buffer.byteLength(text)).toBe(40_000);
+    expect(Buffer.byteLength(text)).toBe(3000);
+    // The record keeps the first 4,096 characters and says how many it cut; the budget then cuts the middle.
     expect(text).toBe(
-      `Task ${id} (agent verbose, depth 1) failed, exit code 1\nusage: input=0 output=0 cost=0 turns=0\nerror: ${"e".repeat(23_829)}` +
-        `\n\n[… 10212 of 50133 bytes of output cut; the full output was not saved …]\n\n${"e".repeat(15_959)}\n\npartial `,
+      `Task ${id} (agent verbose, depth 1) failed, exit code 1\nusage: input=0 output=0 cost=0 turns=0\nerror: ${"e".repeat(1630)}` +
+        `\n\n[… 1337 of 4260 bytes of output cut; the full output was not saved …]\n\n${"e".repeat(1129)}… (45904 more characters cut)\n\npartial `,
     );
     expect(usageInText(r)).toStrictEqual(r.sc.usage);
   });

@@ -1,6 +1,9 @@
 import { describe, it, expect, afterEach } from "vitest";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentRegistry, TaskHost, TaskError, memoryTaskStore, buildArgv, type AgentInput } from "../../src/tasks/index.js";
+import { commandDriver } from "../../src/tasks/drivers/command.js";
 
 const fixtures = join(import.meta.dirname, "..", "fixtures");
 const node = process.execPath;
@@ -132,5 +135,159 @@ describe("command driver", () => {
     const f = h.get(err.taskId!)!;
     expect([f.status, f.exitCode, f.usage]).toStrictEqual(["failed", 1, { input: 510, output: 40, cost: 0.002, turns: 1 }]);
     expect(f.errorMessage).toBe("claude reported an error: error_max_turns");
+  });
+});
+
+/** Whether a pid is a live process (a zombie is dead: it only waits to be reaped). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return !/^\d+ \(.*\) [ZX] /.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  // Generous: the machine is shared; this bounds a wait, it does not time anything.
+  for (let i = 0; i < 400; i++) {
+    if (condition()) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe("a hostile command child", () => {
+  // 20 MiB without a newline, written as fast as the pipe takes it (the original report: 700 MB
+  // buffered by readline until RangeError: Invalid string length, uncaught, took the host down).
+  const endless = (payload: string) =>
+    `const b = Buffer.from(${JSON.stringify(payload)}.repeat(65536)); let n = 0; const w = () => { while (n < 320) { n++; if (!process.stdout.write(b)) return process.stdout.once("drain", w); } }; w();`;
+
+  it("an endless jsonl line fails that task with the line limit, keeps the line's start as text, and the next task runs", async () => {
+    const h = host([cmd("flood", endless("x"), { protocol: "jsonl" }), cmd("fine", `console.log(JSON.stringify({ type: "text", text: "ok" }))`, { protocol: "jsonl" })]);
+    const err = await failure(h.spawn({ agent: "flood", task: "t" }));
+    const rec = h.get(err.taskId!)!;
+    expect([rec.status, rec.exitCode]).toStrictEqual(["failed", 0]);
+    expect(rec.errorMessage).toBe(
+      'exited 0 after reporting an error: the command printed a 20.0 MiB line on stdout (line 1), over the 4.0 MiB line limit of protocol "jsonl"; print one event per line, each under the limit',
+    );
+    // The log holds the line's first 4 MiB and a note, not 20 MiB.
+    expect(rec.outputBytes).toBe(4 * 1024 * 1024 + 1 + Buffer.byteLength("[stdout line 1 cut: it ran to 20.0 MiB without a newline; the host keeps at most 4.0 MiB of one line]\n"));
+    const log = h.store.readOutput(rec.id, 0, rec.outputBytes).toString("utf8");
+    expect(log).toBe(`${"x".repeat(4 * 1024 * 1024)}\n[stdout line 1 cut: it ran to 20.0 MiB without a newline; the host keeps at most 4.0 MiB of one line]\n`);
+    const next = await h.spawn({ agent: "fine", task: "t" });
+    expect([next.status, h.output(next.id).output]).toStrictEqual(["succeeded", "ok"]);
+  });
+
+  it("an endless Claude stream-json line fails that task; a stream-json event line is never kept as text", async () => {
+    const h = host([cmd("claude-flood", endless("{"), { protocol: "claude-stream-json" })]);
+    const rec = h.get((await failure(h.spawn({ agent: "claude-flood", task: "t" }))).taskId!)!;
+    expect(rec.errorMessage).toBe(
+      'exited 0 after reporting an error: the command printed a 20.0 MiB line on stdout (line 1), over the 4.0 MiB line limit of protocol "claude-stream-json"; print one event per line, each under the limit',
+    );
+    expect(h.output(rec.id).output).toBe("[stdout line 1 cut: it ran to 20.0 MiB without a newline; the host keeps at most 4.0 MiB of one line]\n");
+  });
+
+  it("a task that would be read as an option is refused where the template puts it first; after -- any task goes", async () => {
+    // sh prints each argument it got, as a command's option parser would receive it.
+    const args = (...rest: string[]): AgentInput => ({ name: rest[0]!, description: "d", driver: "command", command: ["sh", "-c", 'printf "%s|" "$@"', "sh", ...rest.slice(1)] });
+    const h = host([args("exposed", "-p", "{task}"), args("ended", "-p", "--", "{task}"), args("inline", "--task={task}")]);
+    await expect(h.spawn({ agent: "exposed", task: "--dangerously-skip-permissions" })).rejects.toMatchObject({
+      code: "invalid_argument",
+      message: `"task" starts with "-", and agent "exposed" passes the task as argument 5 of its command with no "--" before it, where the command would read it as an option; start the task with a word instead (the agent's author can put "--" before "{task}" in the "command" of code)`,
+    });
+    expect(h.list().total).toBe(0);
+    const ended = await h.spawn({ agent: "ended", task: "--dangerously-skip-permissions" });
+    expect(h.output(ended.id).output).toBe("-p|--|--dangerously-skip-permissions|");
+    const inline = await h.spawn({ agent: "inline", task: "-x" });
+    expect(h.output(inline.id).output).toBe("--task=-x|");
+    expect((await h.spawn({ agent: "exposed", task: "fix the -p flag" })).status).toBe("succeeded");
+    expect(() => new AgentRegistry({ dirs: [], agents: [{ name: "prog", description: "d", driver: "command", command: ["{task}"] }] })).toThrow(
+      'agent "prog": field "command" must not put "{task}" in its first element (the program to run); pass the task as a later argument, after "--"',
+    );
+  });
+
+  it("a grandchild holding stdout does not keep the task running: the task ends with its command and the grandchild is stopped", async () => {
+    // The command exits at once; the sleep it started keeps the task's stdout open.
+    const h = host([{ name: "holder", description: "d", driver: "command", command: ["sh", "-c", "sleep 300 & echo $!; echo done"] }]);
+    const rec = await h.spawn({ agent: "holder", task: "t" });
+    expect(rec.status).toBe("succeeded");
+    const [pid] = h.output(rec.id).output.split("\n").map(Number);
+    await until(() => !alive(pid!), "the grandchild to be stopped");
+    expect([h.running, h.queued]).toStrictEqual([0, 0]);
+  });
+
+  it("a detached grandchild does not outlive a task that succeeded; a setsid one is stopped with its task", async () => {
+    const detach = `const c = require("child_process").spawn("sleep", ["300"], { detached: true, stdio: "ignore" }); c.unref(); console.log(c.pid)`;
+    const setsid = `const c = require("child_process").spawn("setsid", ["sleep", "300"], { stdio: "ignore" }); c.unref(); console.log(c.pid); setInterval(() => {}, 1000)`;
+    const h = host([cmd("detach", detach), cmd("setsid", setsid)]);
+    const done = await h.spawn({ agent: "detach", task: "t" });
+    expect(done.status).toBe("succeeded");
+    const detached = Number(h.output(done.id).output);
+    await until(() => !alive(detached), "the detached grandchild to be stopped");
+
+    const running = await h.spawn({ agent: "setsid", task: "t", background: true });
+    await until(() => h.output(running.id).outputBytes > 0, "the setsid grandchild to start");
+    // setsid execs sleep in a new session: the pid printed is the sleep itself.
+    const escaped = Number(h.output(running.id).output);
+    await until(() => alive(escaped) && readFileSync(`/proc/${escaped}/cmdline`, "utf8").startsWith("sleep"), "the setsid grandchild to exec");
+    expect(h.get(running.id)!.processes).toMatchObject({ pgid: expect.any(Number), startTime: expect.stringMatching(/^proc:\d+$/) });
+    const stopped = await h.stop(running.id, "enough");
+    expect(stopped.record.status).toBe("canceled");
+    await until(() => !alive(escaped), "the setsid grandchild to be stopped");
+  });
+});
+
+describe("a task's working directory", () => {
+  it("is confined to the host's cwd: outside it, missing or not a directory is refused as a bad cwd", async () => {
+    const root = mkdtempSync(join(tmpdir(), "cwd-root-"));
+    const outside = mkdtempSync(join(tmpdir(), "cwd-outside-"));
+    mkdirSync(join(root, "sub"));
+    writeFileSync(join(root, "file.txt"), "x");
+    symlinkSync(outside, join(root, "escape"));
+    const pwd = cmd("pwd", "process.stdout.write(process.cwd())");
+    const h = new TaskHost({ store: memoryTaskStore(), agents: new AgentRegistry({ agents: [pwd], dirs: [] }), cwd: root, killGraceMs: 100 });
+    hosts.push(h);
+    try {
+      const sub = await h.spawn({ agent: "pwd", task: "t", cwd: "sub" });
+      expect([sub.cwd, h.output(sub.id).output]).toStrictEqual([join(root, "sub"), join(root, "sub")]);
+      for (const [cwd, message] of [
+        ["/", `"cwd" "/" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`],
+        ["/root", `"cwd" "/root" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`],
+        ["escape", `"cwd" "escape" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`],
+        ["../", `"cwd" "../" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`],
+        ["nope", `"cwd" "nope" does not exist (it resolves to ${join(root, "nope")}); pass an existing directory inside ${root}`],
+        ["file.txt", `"cwd" "file.txt" is not a directory; pass a directory inside ${root}`],
+      ] as const) {
+        await expect(h.spawn({ agent: "pwd", task: "t", cwd }), cwd).rejects.toMatchObject({ code: "invalid_argument", message });
+      }
+      expect(h.list().total).toBe(1);
+      // An operator can add roots; the host's cwd stays one.
+      const wider = new TaskHost({ store: memoryTaskStore(), agents: new AgentRegistry({ agents: [pwd], dirs: [] }), cwd: root, cwdRoots: [root, outside] });
+      hosts.push(wider);
+      const there = await wider.spawn({ agent: "pwd", task: "t", cwd: "escape" });
+      expect(wider.output(there.id).output).toBe(outside);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
+  it("a working directory that vanished before the command started is reported as a bad cwd, not a bad command", async () => {
+    const root = mkdtempSync(join(tmpdir(), "cwd-gone-"));
+    mkdirSync(join(root, "sub"));
+    // The directory is checked at spawn; here it is removed between that check and the start.
+    rmSync(join(root, "sub"), { recursive: true });
+    const result = await commandDriver({
+      task: { id: "01ARZ3NDEKTSV4RRFFQ69G5FAV", task: "t", depth: 1 } as never,
+      agent: { name: "pwd", source: "code", command: ["node", "-e", "1"] } as never,
+      signal: new AbortController().signal,
+      emit: () => undefined,
+      killGraceMs: 100,
+      cwd: join(root, "sub"),
+      maxLineBytes: 1024,
+    });
+    expect(result).toStrictEqual({ exitCode: 127, error: `could not start command "node": its working directory "${join(root, "sub")}" does not exist; pass an existing directory as "cwd"` });
+    rmSync(root, { recursive: true, force: true });
   });
 });

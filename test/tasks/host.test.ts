@@ -218,11 +218,12 @@ describe("TaskHost with the function driver", () => {
     await host.close();
   });
 
-  it("answers the caller and frees the slot when the store refuses a task's final write", async () => {
+  it("answers the caller with the true outcome and frees the slot when the store refuses a task's final write, and writes it once the store takes it", async () => {
+    let refusals = 1;
     class FlakyStore extends MemoryTaskStore {
       override replace(record: TaskRecord, expect: Parameters<MemoryTaskStore["replace"]>[1]): boolean {
         // Simulates SQLITE_BUSY past busy_timeout, or a full disk, on the terminal write.
-        if (record.status === "succeeded" && record.task === "a") throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
+        if (record.status === "succeeded" && record.task === "a" && refusals-- > 0) throw Object.assign(new Error("database is locked"), { code: "SQLITE_BUSY" });
         return super.replace(record, expect);
       }
     }
@@ -230,20 +231,25 @@ describe("TaskHost with the function driver", () => {
     const onRejection = (reason: unknown) => rejections.push(reason);
     process.on("unhandledRejection", onRejection);
     try {
+      const store = new FlakyStore();
       const host = new TaskHost({
-        store: new FlakyStore(),
+        store,
         agents: new AgentRegistry({ dirs: [], agents: [{ name: "fn", description: "d", driver: "function", run: async () => "done" }] }),
         maxRunning: 1,
       });
       hosts.push(host);
-      const foreground = host.spawn({ agent: "fn", task: "a" }).then(
-        () => "resolved",
-        (e: TaskError) => e.message,
-      );
+      const foreground = host.spawn({ agent: "fn", task: "a" });
       const queued = await host.spawn({ agent: "fn", task: "b", background: true });
-      expect(await foreground).toMatch(/could not record the task's progress \(database is locked\)/);
+      const a = await foreground;
+      expect(a.status).toBe("succeeded");
       expect((await host.wait(queued.id)).status).toBe("succeeded");
       expect([host.running, host.queued]).toStrictEqual([0, 0]);
+      // The host serves what it knows; the store has the last record it took until the retry lands.
+      expect(host.get(a.id)!.status).toBe("succeeded");
+      expect(store.get(a.id)!.status).toBe("running");
+      expect(host.warnings[0]).toBe(`could not record task ${a.id} as succeeded (database is locked); this host keeps it and writes it again every 1 s`);
+      for (let i = 0; i < 200 && store.get(a.id)!.status !== "succeeded"; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(store.get(a.id)).toStrictEqual(host.get(a.id));
       await new Promise((r) => setImmediate(r));
       expect(rejections).toStrictEqual([]);
     } finally {
@@ -418,5 +424,228 @@ describe("TaskHost with the function driver", () => {
     expect(() => host.output(rec.id, { sinceBytes: total - 2 })).toThrow(
       `"since_bytes" ${total - 2} falls inside a multi-byte UTF-8 character of task ${rec.id}'s output; pass a character boundary such as ${total - 3}, or the output_bytes of the previous read`,
     );
+  });
+});
+
+describe("a hostile child against the host's limits", () => {
+  it("caps a task's stored output, says what was cut, keeps its end for the report, and the next task runs", async () => {
+    const chunk = "y".repeat(64 * 1024);
+    const report = '\n```json\n{"summary":"made it through the flood"}\n```\n';
+    const host = new TaskHost({
+      store: memoryTaskStore(),
+      agents: new AgentRegistry({
+        dirs: [],
+        agents: [
+          {
+            name: "flood",
+            description: "d",
+            driver: "function",
+            // 64 MiB in 1,024 events: far past a 1 MiB cap.
+            run: async ({ emit }) => {
+              for (let i = 0; i < 1024; i++) emit({ type: "text", text: chunk });
+              return report;
+            },
+          },
+          echo,
+        ],
+      }),
+      maxOutputBytes: 1024 * 1024,
+    });
+    hosts.push(host);
+    const rec = await host.spawn({ agent: "flood", task: "t" });
+    const printed = 1024 * chunk.length + report.length;
+    expect(rec.outputBytes).toBeLessThanOrEqual(1024 * 1024);
+    expect(rec.outputBytes + rec.outputCutBytes!).toBe(printed + Buffer.byteLength(host.store.readOutput(rec.id, 0, rec.outputBytes).toString("utf8").match(/\n\[output cut:[^\]]*\]\n|\[… \d+ bytes \([^)]*\) of output not kept …\]\n/g)!.join("")));
+    const log = host.store.readOutput(rec.id, 0, rec.outputBytes).toString("utf8");
+    expect(log).toContain(
+      "\n[output cut: this task printed more than 1.0 MiB, the host's limit for one task (tasks.maxOutputBytes); later output is dropped, and its last 64.0 KiB is added here when the task ends]\n",
+    );
+    expect(log).toContain(`[… ${rec.outputCutBytes} bytes (${(rec.outputCutBytes! / 1048576).toFixed(1)} MiB) of output not kept …]\n`);
+    expect(log.endsWith(report)).toBe(true);
+    expect([rec.status, rec.reportChannel, rec.report?.summary]).toStrictEqual(["succeeded", "prompt-json", "made it through the flood"]);
+    expect((await host.spawn({ agent: "echo", task: "next" })).status).toBe("succeeded");
+    expect(() => new TaskHost({ store: memoryTaskStore(), agents: new AgentRegistry({ dirs: [] }), maxOutputBytes: 100 })).toThrow('"maxOutputBytes" must be an integer of at least 4096 bytes, got the number 100');
+  });
+
+  it("reads an in-memory log by range without joining it: every range equals the same range of the whole", async () => {
+    const fc = (await import("fast-check")).default;
+    await fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 70_000 }), { maxLength: 12 }), fc.nat(), fc.nat(), (chunks, a, b) => {
+        const store = new MemoryTaskStore();
+        for (const c of chunks) store.appendOutput("T", Buffer.from(c));
+        const whole = Buffer.concat(chunks.map((c) => Buffer.from(c)));
+        const start = whole.length ? a % (whole.length + 1) : 0;
+        const end = start + (whole.length ? b % (whole.length - start + 2) : 1);
+        expect(store.outputSize("T")).toBe(whole.length);
+        expect(store.readOutput("T", start, end).equals(whole.subarray(start, end))).toBe(true);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("accepts only finite non-negative numbers from a child: 1e308 twice, NaN, -5, Infinity and strings never reach the record", async () => {
+    const host = makeHost([
+      {
+        name: "liar",
+        description: "d",
+        driver: "function",
+        run: async ({ emit }) => {
+          emit({ type: "usage", input: 1e308, output: 1e308, cost: 1e308 });
+          emit({ type: "usage", input: 1e308, output: 1e308, cost: 1e308 });
+          emit({ type: "usage", input: Number.NaN, output: -5, cost: Number.POSITIVE_INFINITY });
+          emit({ type: "usage", input: "12" as unknown as number, output: 7.9, cost: 0.25 });
+          emit({ type: "usage", input: 2 ** 52, output: 2 ** 52 });
+          emit({ type: "usage", input: 2 ** 52, output: 2 ** 52 });
+          emit({ type: "turn" });
+          emit({ type: "text", text: 42 as unknown as string });
+          emit({ type: "nonsense" } as never);
+          emit(null as never);
+          return "done";
+        },
+      },
+      { name: "priced", description: "d", driver: "function", prices: { input: 1e300, output: 1e300 }, run: async ({ emit }) => (emit({ type: "usage", input: 2 ** 52, output: 1 }), "done") },
+    ]);
+    const rec = await host.spawn({ agent: "liar", task: "t" });
+    // Readings past 2^53 tokens or 1e9 USD are refused; sums stop at 2^53 - 1.
+    expect(rec.usage).toStrictEqual({ input: Number.MAX_SAFE_INTEGER, output: Number.MAX_SAFE_INTEGER, cost: 0.25, turns: 1 });
+    expect(JSON.parse(JSON.stringify(rec))).toStrictEqual(rec);
+    const priced = await host.spawn({ agent: "priced", task: "t" });
+    expect(Number.isFinite(priced.usage!.cost)).toBe(true);
+    expect(host.output(rec.id).output).toBe("done");
+  });
+
+  it("refuses a task text over 64 KiB and cuts a long label; a report over 64 KiB is ignored with a note; messages are bounded", async () => {
+    const host = makeHost([
+      echo,
+      { name: "loud", description: "d", driver: "function", run: async ({ emit }) => (emit({ type: "error", message: "e".repeat(1_000_000) }), "x") },
+      {
+        name: "bigreport",
+        description: "d",
+        driver: "function",
+        run: async ({ emit }) => (emit({ type: "report", report: { summary: "s".repeat(100 * 1024) } }), "text"),
+      },
+    ]);
+    await expect(host.spawn({ agent: "echo", task: "t".repeat(64 * 1024 + 1) })).rejects.toMatchObject({
+      code: "invalid_argument",
+      message: '"task" is 64.0 KiB; a task is at most 64.0 KiB — write large inputs to a file and name the file in the task',
+    });
+    expect((await host.spawn({ agent: "echo", task: "t".repeat(64 * 1024) })).status).toBe("succeeded");
+    const labelled = await host.spawn({ agent: "echo", task: "t", label: "L".repeat(10_000) });
+    expect(labelled.label).toBe(`${"L".repeat(199)}…`);
+    const loud = host.get((await rejection(host.spawn({ agent: "loud", task: "t" }))).taskId!)!;
+    expect(loud.errorMessage!.length).toBeLessThan(4200);
+    expect(loud.errorMessage).toMatch(/^exited 0 after reporting an error: e+… \(\d+ more characters cut\)$/);
+    const big = await host.spawn({ agent: "bigreport", task: "t" });
+    expect([big.reportChannel, Object.hasOwn(big, "report")]).toStrictEqual(["none", false]);
+    expect(host.output(big.id).output).toBe("\n[a report of 100.0 KiB was ignored: a report is at most 64.0 KiB]\ntext");
+  });
+
+  it("lets a program choose only a model the agent lists", async () => {
+    const host = makeHost([
+      { name: "fixed", description: "d", driver: "function", model: "m-default", run: async () => "x" },
+      { name: "menu", description: "d", driver: "function", model: "m-default", models: ["m-small", "m-large"], run: async () => "x" },
+    ]);
+    expect((await host.spawn({ agent: "fixed", task: "t" })).model).toBe("m-default");
+    expect((await host.spawn({ agent: "fixed", task: "t", model: "m-default" })).model).toBe("m-default");
+    await expect(host.spawn({ agent: "fixed", task: "t", model: "gpt-5-expensive" })).rejects.toMatchObject({
+      code: "invalid_argument",
+      message: '"model" cannot be chosen for agent "fixed": it runs "m-default" and lists no other models; leave "model" out (its author can list choices in a "models" field of code)',
+    });
+    expect((await host.spawn({ agent: "menu", task: "t", model: "m-large" })).model).toBe("m-large");
+    await expect(host.spawn({ agent: "menu", task: "t", model: "m-huge" })).rejects.toMatchObject({
+      message: '"model" "m-huge" is not one agent "menu" may use; choose one of "m-default", "m-small", "m-large", or leave "model" out',
+    });
+  });
+
+  it("fails only the task whose output the store refuses to write (an injected EIO), with the reason; the host serves the next task", async () => {
+    class BrokenDisk extends MemoryTaskStore {
+      override appendOutput(id: string, chunk: Buffer): void {
+        if (chunk.includes("doomed")) throw Object.assign(new Error("EIO: i/o error, write"), { code: "EIO" });
+        super.appendOutput(id, chunk);
+      }
+    }
+    const host = new TaskHost({
+      store: new BrokenDisk(),
+      agents: new AgentRegistry({
+        dirs: [],
+        agents: [
+          { name: "writer", description: "d", driver: "function", run: async ({ emit, signal }) => { emit({ type: "text", text: "kept\n" }); emit({ type: "text", text: "doomed" }); await new Promise((r) => signal.addEventListener("abort", r)); return "late"; } },
+          echo,
+        ],
+      }),
+      killGraceMs: 50,
+    });
+    hosts.push(host);
+    const err = await rejection(host.spawn({ agent: "writer", task: "t" }));
+    const rec = host.get(err.taskId!)!;
+    expect([rec.status, rec.errorMessage, host.output(rec.id).output]).toStrictEqual([
+      "failed",
+      "the host could not write this task's output (EIO: i/o error, write); the task was stopped. Its output up to that point is kept",
+      "kept\n",
+    ]);
+    expect((await host.spawn({ agent: "echo", task: "next" })).status).toBe("succeeded");
+  });
+});
+
+describe("the running cap with nested foreground spawns", () => {
+  /** Agents that count how many of them are doing work at once (not waiting on a child). */
+  function nesting(host: () => TaskHost, fanout: number) {
+    const state = { active: 0, peak: 0, runs: 0 };
+    const work = async <T>(fn: () => Promise<T>): Promise<T> => {
+      state.active++;
+      state.peak = Math.max(state.peak, state.active);
+      state.runs++;
+      await new Promise((r) => setTimeout(r, 5));
+      state.active--;
+      try {
+        return await fn();
+      } finally {
+        state.active++;
+        await new Promise((r) => setImmediate(r));
+        state.active--;
+      }
+    };
+    const agents: AgentInput[] = [
+      {
+        name: "node",
+        description: "spawns its children in the foreground, all at once",
+        driver: "function",
+        run: async ({ task, taskId }) => {
+          const depth = Number(task);
+          if (depth === 0) return work(async () => "leaf");
+          return work(async () => {
+            const kids = await Promise.all(Array.from({ length: fanout }, () => host().spawn({ agent: "node", task: String(depth - 1) }, { parentTaskId: taskId })));
+            return `${kids.length} children`;
+          });
+        },
+      },
+    ];
+    return { state, agents };
+  }
+
+  it("never runs more tasks at once than the cap, however they nest (16 × 16 foreground fan-out under a cap of 4)", async () => {
+    let h!: TaskHost;
+    const { state, agents } = nesting(() => h, 16);
+    h = makeHost(agents, { maxRunning: 4 });
+    // Two top-level trees of depth 2: 2 + 32 + 512 tasks, all foreground.
+    const roots = await Promise.all([h.spawn({ agent: "node", task: "2" }), h.spawn({ agent: "node", task: "2" })]);
+    expect(roots.map((r) => r.status)).toStrictEqual(["succeeded", "succeeded"]);
+    expect(state.runs).toBe(2 + 32 + 512);
+    expect(state.peak).toBeLessThanOrEqual(4);
+    expect([h.running, h.queued]).toStrictEqual([0, 0]);
+    expect(h.list({ status: ["succeeded"], limit: 10_000 }).total).toBe(546);
+  });
+
+  it("does not deadlock when every slot is held by a parent waiting for its foreground child (cap 1, depth 3)", async () => {
+    let h!: TaskHost;
+    const { state, agents } = nesting(() => h, 2);
+    h = makeHost(agents, { maxRunning: 1 });
+    // Each parent waits on children while holding the only slot: the children run in it.
+    const root = await h.spawn({ agent: "node", task: "2" });
+    expect(root.status).toBe("succeeded");
+    expect(state.runs).toBe(1 + 2 + 4);
+    expect(state.peak).toBe(1);
+    // A queued top-level task still gets the slot afterwards.
+    expect((await h.spawn({ agent: "node", task: "0" })).status).toBe("succeeded");
   });
 });

@@ -60,9 +60,9 @@ function completion(message: Record<string, unknown>, prompt: number, completion
 const toolCalls: Array<{ name: string; args: unknown; ctx: unknown }> = [];
 const provider: ChildToolProvider = {
   list: () => [
-    { name: "read_file", description: "reads", parameters: { type: "object", properties: { path: { type: "string" } } }, readOnly: true },
-    { name: "write_file", description: "writes", parameters: { type: "object" }, readOnly: false },
-    { name: "search_files", description: "searches", parameters: { type: "object" }, readOnly: true },
+    { path: "read_file", name: "read_file", description: "reads", parameters: { type: "object", properties: { path: { type: "string" } } }, readOnly: true },
+    { path: "write_file", name: "write_file", description: "writes", parameters: { type: "object" }, readOnly: false },
+    { path: "search_files", name: "search_files", description: "searches", parameters: { type: "object" }, readOnly: true },
   ],
   call: async (name, args, ctx) => {
     toolCalls.push({ name, args, ctx: { depth: ctx.depth, taskId: ctx.taskId } });

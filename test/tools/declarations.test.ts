@@ -77,7 +77,7 @@ function treeTool(): Tool {
 }
 
 describe("renderDeclarations", () => {
-  it("renders views as overloads with Input/Compact/Full types, single results inline, plain tools as text", () => {
+  it("renders views as overloads with Input/Compact/Full types, single results inline, tools without an output as unknown", () => {
     const text = renderDeclarations(sampleTools());
     expect(text.startsWith("declare namespace tools {\n")).toBe(true);
     expect(text).toContain('  function session_status(args: session_status.Input & { result_view?: "compact" }): Promise<session_status.Compact>;\n');
@@ -86,9 +86,11 @@ describe("renderDeclarations", () => {
     expect(text).toContain("      /** The session to read. */\n      session_id: string;\n");
     expect(text).toContain("  /** Read one skill. */\n  function skill_view(args: {\n    skill: string;\n    max_lines?: number;\n  }): Promise<{\n    name: string;\n    lines: number;\n  }>;\n");
     expect(text).toContain("  namespace github {\n");
-    expect(text).toContain("    function create_issue(args: {\n      title: string;\n      labels?: string[];\n    }): Promise<string>;\n");
+    // No output schema: a program gets whatever the tool returned, so nothing is promised.
+    expect(text).toContain("    function create_issue(args: {\n      title: string;\n      labels?: string[];\n    }): Promise<unknown>;\n");
+    expect(text).toContain("Resolves to the value the tool returns (no declared type: check it before use).");
     expect(text).toContain("Ends a comment *\\/ early if not escaped.");
-    expect(text).toContain('  function delete_(args: {\n    "file-path": string;\n  }): Promise<string>;\n');
+    expect(text).toContain('  function delete_(args: {\n    "file-path": string;\n  }): Promise<unknown>;\n');
   });
 
   it("type-checks with tsc together with a correct program, and fails on a program that reads a field the compact view lacks", () => {
@@ -106,8 +108,8 @@ describe("renderDeclarations", () => {
           "  const policy: string[] = full.session.lineage.permission_policy.tools;",
           '  const skill = await tools.skill_view({ skill: "k" });',
           "  const lines: number = skill.lines;",
-          '  const created: string = await tools.github.create_issue({ title: "bug", labels: ["p1"] });',
-          '  const removed: string = await tools.delete_({ "file-path": "a.txt" });',
+          '  const created: unknown = await tools.github.create_issue({ title: "bug", labels: ["p1"] });',
+          '  const removed: unknown = await tools.delete_({ "file-path": "a.txt" });',
           '  const info = await tools.tool_info({ tool_id: "skill_view" });',
           "  const digest: string | undefined = info.tool.descriptor.output_schema_digest;",
           '  const sink = await tools.kitchen_sink({ pair: ["a", 1], lit: 2, map: { k1: 1, k2: 2 }, partial: {}, union: { deep: true }, pick: { kind: "y" }, both: { a: "a", b: "b" }, "weird key": "w", grid: [["x"]] });',
@@ -120,7 +122,7 @@ describe("renderDeclarations", () => {
           "  const grandchild: string | undefined = sink.tree.children[0]?.children[0]?.name;",
           "  const node: tools.kitchen_sink.Output___schema0 = sink.tree;",
           "  const leaf: string | undefined = (await tools.tree()).subs[0]?.subs[0]?.name;",
-          "  return [id, generation, policy, lines, created, removed, digest, a, extra, k1, maybe, status, row, grandchild, node.name, leaf].join();",
+          "  return [id, generation, policy, lines, String(created), String(removed), digest, a, extra, k1, maybe, status, row, grandchild, node.name, leaf].join();",
           "}",
           "",
         ].join("\n"),

@@ -4,6 +4,7 @@ import { z } from "zod";
 import {
   defineTool,
   invokeTool,
+  invokeToolForProgram,
   toTool,
   toolResult,
   ToolError,
@@ -273,7 +274,7 @@ describe("input validation", () => {
     expect(nested.message).toBe('tool "unions" input "target.path" must be string, received number');
   });
 
-  it("passes execute the parsed input (defaults applied, unknown keys stripped by a default z.object)", async () => {
+  it("passes execute the parsed input (defaults applied) and refuses unknown keys, naming the closest known key", async () => {
     const seen: unknown[] = [];
     const tool = defineTool({
       name: "defaults",
@@ -284,8 +285,12 @@ describe("input validation", () => {
         return "ok";
       },
     });
-    await invokeTool(tool, { extra: true }, { ctx: ctx() });
+    await invokeTool(tool, {}, { ctx: ctx() });
     expect(seen).toStrictEqual([{ limit: 100 }]);
+    // A default z.object used to strip them silently: a misspelled optional key was lost.
+    await expect(invokeTool(tool, { limt: 5 }, { ctx: ctx() })).rejects.toThrow(new ToolError("tool_invalid_input", 'tool "defaults" input has unknown key "limt"; did you mean "limit"?', { reason: "schema_invalid" }));
+    await expect(invokeTool(tool, { extra: true }, { ctx: ctx() })).rejects.toThrow('tool "defaults" input has unknown key "extra"; known keys: "limit"');
+    expect(seen).toHaveLength(1);
   });
 });
 
@@ -716,7 +721,7 @@ describe("invokeTool argument checks", () => {
 });
 
 describe("audience: program", () => {
-  it("builds only structuredContent for a tool with an output, and still the text for a text tool", async () => {
+  it("builds only structuredContent for a tool with an output, and no model text for a tool without one", async () => {
     let modelOutputCalls = 0;
     const withOutput = defineTool({
       name: "measure",
@@ -736,7 +741,10 @@ describe("audience: program", () => {
     expect(modelOutputCalls).toBe(0);
     const forModel = await invokeTool(withOutput, {}, { ctx });
     expect(forModel.content).toStrictEqual([{ type: "text", text: "n is 1" }]);
-    expect((await invokeTool(textTool, {}, { ctx, audience: "program" })).content).toStrictEqual([{ type: "text", text: "hello" }]);
+    // A program gets what the tool returned (invokeToolForProgram), never its model text.
+    expect((await invokeTool(textTool, {}, { ctx, audience: "program" })).content).toStrictEqual([]);
+    expect(await invokeToolForProgram(textTool, {}, { ctx })).toBe("hello");
+    expect(await invokeToolForProgram(withOutput, {}, { ctx })).toStrictEqual({ n: 1 });
     await expect(invokeTool(textTool, {}, { ctx, audience: "robot" as never })).rejects.toThrow('invokeTool: options.audience must be "model" or "program", received "robot"');
   });
 });

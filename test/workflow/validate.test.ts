@@ -285,7 +285,7 @@ describe("what a user expects validation to catch", () => {
   it("a reference into a tool that declares no output schema is unresolvable: its result is text", async () => {
     const workflow = { graph: { nodes: [{ id: "n", kind: "note" }, { id: "a", kind: "run-agent", params: { agent: "general", prompt: "{{ .nodes.n.output.title }} / {{ .nodes.n.output }}" } }] } };
     expect((await validateOnly(f.cm, workflow)).errors).toStrictEqual([
-      error("unresolvable_path", 'node "a" reads nodes.n.output.title, but note declares no output schema, so its result is text with no fields; read the whole text with {{ .nodes.n.output }}', { node: "a", path: "graph.nodes[1].params.prompt" }),
+      error("unresolvable_path", 'node "a" reads nodes.n.output.title, but note declares no output schema, so nothing declares the fields of its result (the value its execute returned); read the whole value with {{ .nodes.n.output }}', { node: "a", path: "graph.nodes[1].params.prompt" }),
     ]);
     expectNothingRan(f);
   });

@@ -4,6 +4,8 @@ import { errorMessage } from "./types.js";
 const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 const DEFAULT_MAX_TURNS = 20;
 const ERROR_BODY_TAIL = 500;
+/** Largest chat-completions response read; an endpoint that streams more fails the task. */
+const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 interface ChatMessage {
   role: "system" | "user" | "assistant" | "tool";
@@ -23,10 +25,14 @@ interface ChatResponse {
   usage?: { prompt_tokens?: number; completion_tokens?: number };
 }
 
-/** The tools an openai child may call: those the agent lists, and only read-only ones for a read-only agent. */
+/**
+ * The tools an openai child may call: those the agent lists by their full path (an upstream
+ * server's `fs.read_file` is not the workspace's `read_file`), and only read-only ones for a
+ * read-only agent.
+ */
 export function allowedChildTools(all: readonly ChildToolDescriptor[], allow: readonly string[] | undefined, readOnly: boolean): ChildToolDescriptor[] {
   if (!allow?.length) return [];
-  return all.filter((t) => allow.includes(t.name) && (!readOnly || t.readOnly));
+  return all.filter((t) => allow.includes(t.path) && (!readOnly || t.readOnly));
 }
 
 /**
@@ -65,8 +71,9 @@ export const openaiDriver: Driver = async ({ task, agent, signal, emit, childToo
       if (signal.aborted) return { exitCode: 1, error: "stopped" };
       return { exitCode: 1, error: `request to ${baseUrl}/chat/completions failed: ${errorMessage(err)}; check the agent's base_url` };
     }
-    const raw = await res.text();
+    const raw = await readBounded(res, MAX_RESPONSE_BYTES);
     emit({ type: "turn" });
+    if (raw === undefined) return { exitCode: 1, error: `chat completions returned more than ${MAX_RESPONSE_BYTES / 1048576} MiB; the endpoint at ${baseUrl} is not answering like a chat-completions API` };
     if (!res.ok) {
       const hint = res.status === 401 ? `; set ${keyEnv} to a valid API key` : "";
       return { exitCode: 1, error: `chat completions returned HTTP ${res.status}: ${raw.slice(-ERROR_BODY_TAIL)}${hint}` };
@@ -117,7 +124,7 @@ async function runToolCall(
     return `error: the arguments of tool "${name}" are not valid JSON; send a JSON object`;
   }
   try {
-    return await provider.call(name, args, ctx);
+    return await provider.call(allowed.get(name)!.path, args, ctx);
   } catch (err) {
     return `error: ${errorMessage(err)}`;
   }
@@ -125,4 +132,23 @@ async function runToolCall(
 
 function nonNegative(v: unknown): number {
   return typeof v === "number" && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
+}
+
+/** The body as text, or undefined once it passes `max` bytes (read no further). */
+async function readBounded(res: Response, max: number): Promise<string | undefined> {
+  if (!res.body) return "";
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+    if (bytes > max) {
+      await reader.cancel().catch(() => undefined);
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }

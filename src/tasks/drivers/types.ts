@@ -1,8 +1,15 @@
 import type { AgentDefinition, DriverEvent } from "../agents.js";
-import type { TaskRecord } from "../types.js";
+import type { TaskProcessGroup, TaskRecord } from "../types.js";
 
 /** What a child may call: the host's tools, as offered to script and openai children. */
 export interface ChildToolDescriptor {
+  /**
+   * The tool's full path as programs reach it ("read_file", "github.create_issue"): what an
+   * agent's `tools` list names. Never a bare name, so an upstream server's `read_file` is not
+   * the workspace's.
+   */
+  path: string;
+  /** The function name a model calls it by (letters, digits, "_" and "-": the path with "__" for "."). */
   name: string;
   description: string;
   /** JSON Schema of the input. */
@@ -13,8 +20,8 @@ export interface ChildToolDescriptor {
 
 export interface ChildToolProvider {
   list(): ChildToolDescriptor[];
-  /** Calls a tool for a child task; resolves to the text a model should read. */
-  call(name: string, args: unknown, ctx: { signal: AbortSignal; depth: number; taskId: string }): Promise<string>;
+  /** Calls a tool (by its path) for a child task; resolves to the text a model should read. */
+  call(path: string, args: unknown, ctx: { signal: AbortSignal; depth: number; taskId: string }): Promise<string>;
 }
 
 export interface DriverContext {
@@ -26,6 +33,10 @@ export interface DriverContext {
   /** How long a stopped child gets between SIGTERM and SIGKILL. */
   killGraceMs: number;
   cwd: string;
+  /** Longest line a line protocol (jsonl, claude-stream-json) keeps. */
+  maxLineBytes: number;
+  /** A command driver reports the process group it started, for stops by a later host. */
+  onProcess?: (group: TaskProcessGroup) => void;
   childTools?: ChildToolProvider;
 }
 
