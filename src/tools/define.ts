@@ -163,6 +163,18 @@ function checkIdentity(where: string, def: Record<string, unknown>): Identity {
   return identity;
 }
 
+/**
+ * The hints of an annotations object from elsewhere (an upstream MCP tool's `annotations`): the
+ * four known ones that are booleans; anything else (its `title`, hints of a later revision, bad
+ * values) is left out, so a server's extras never keep its tool from binding.
+ */
+export function pickAnnotations(value: unknown): ToolAnnotations | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const hints: ToolAnnotations = {};
+  for (const key of TOOL_ANNOTATION_KEYS) if (typeof value[key] === "boolean") hints[key] = value[key] as boolean;
+  return Object.keys(hints).length > 0 ? hints : undefined;
+}
+
 function checkUnknownKeys(where: string, def: Record<string, unknown>, allowed: Set<string>): void {
   for (const key of Object.keys(def)) {
     if (!allowed.has(key)) fail(where, `unknown field "${key}"; expected one of ${[...allowed].map((k) => `"${k}"`).join(", ")}`);

@@ -1,7 +1,7 @@
 /** The tool contract (SPEC §2, §3, §6): definitions, invocation, channels, descriptors, declarations. */
-export { defineTool, toTool, isTool } from "./define.js";
+export { defineTool, toTool, isTool, pickAnnotations } from "./define.js";
 export type { Tool, ViewsToolDefinition, OutputToolDefinition, TextToolDefinition, PlainToolDefinition } from "./define.js";
-export { invokeTool, projectViews, assertToolViews } from "./invoke.js";
+export { invokeTool, invokeToolForProgram, projectViews, assertToolViews } from "./invoke.js";
 export type { InvokeOptions } from "./invoke.js";
 export { errorResult, guestValue, toolResult, asToolResult } from "./result.js";
 export { ToolError, isToolError, guestError, messageOf, GUEST_MESSAGE_LIMIT } from "./errors.js";
@@ -11,10 +11,10 @@ export { toolInfoTool, findTool } from "./tool-info.js";
 export { approvalDigest, canonicalJson, digestOf } from "./canonical.js";
 export { assertViewSubset } from "./subset.js";
 export { renderDeclarations, DEFAULT_DECLARATIONS_BUDGET } from "./declarations.js";
-export { toIdentifier, closestNames } from "./identifiers.js";
+export { toIdentifier, closestNames, isCloseName } from "./identifiers.js";
 export { boundText, cutToBudget, pinnedText, isPinnedText, spillNote, DEFAULT_OUTPUT_BUDGET, type BoundOutput, type BoundText, type PinnedText } from "./budget.js";
 export { RESULT_VIEWS } from "./types.js";
-export { resolveSchemaPath, classifyViewPath, topLevelKeys, formatSegments, type PathSegment, type PathResolution, type ViewPathVerdict } from "./view-paths.js";
+export { resolveSchemaPath, classifyViewPath, topLevelKeys, keysAt, formatSegments, type PathSegment, type PathResolution, type ViewPathVerdict } from "./view-paths.js";
 export type {
   ToolContext,
   TextContent,

@@ -1,6 +1,6 @@
 import { describe, it, expect } from "vitest";
 import { z } from "zod";
-import { closestNames, defineTool, isTool, toIdentifier, toTool, type Tool } from "../../src/tools/index.js";
+import { closestNames, defineTool, isTool, pickAnnotations, toIdentifier, toTool, type Tool } from "../../src/tools/index.js";
 
 const input = z.object({ q: z.string() });
 const execute = () => "ok";
@@ -88,6 +88,13 @@ describe("title and annotations", () => {
     expect(plain.annotations).toStrictEqual({ destructiveHint: true });
     const bare = defineTool({ name: "b", description: "d", input, execute });
     expect([Object.hasOwn(bare, "title"), Object.hasOwn(bare, "annotations")]).toStrictEqual([false, false]);
+  });
+
+  it("pickAnnotations keeps an upstream tool's known boolean hints and nothing else", () => {
+    expect(pickAnnotations({ title: "Read", readOnlyHint: true, openWorldHint: "no", futureHint: true })).toStrictEqual({ readOnlyHint: true });
+    for (const none of [undefined, null, [], "x", {}, { title: "Only a title" }]) expect(pickAnnotations(none)).toBeUndefined();
+    const tool = toTool({ name: "u", namespace: "srv", description: "d", annotations: pickAnnotations({ title: "U", destructiveHint: false }), execute });
+    expect(tool.annotations).toStrictEqual({ destructiveHint: false });
   });
 });
 
