@@ -3,6 +3,7 @@
 // can fix it in one go. A configuration is trusted (it names processes to start); its paths, the
 // defaults included, resolve against the file's own folder, so a trusted file given with --config
 // never picks up the agents or state of whatever directory it is run in.
+import { queueNameProblem, redisUrlProblem } from "../tasks/redis/connection.js";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { checkLimits, type Limits } from "../codemode/limits.js";
 import { readRegularFile } from "../safe-fs.js";
@@ -27,6 +28,13 @@ export interface TasksConfig {
   maxOutputBytes?: number;
   /** Directories (absolute) a task's `cwd` may be in, besides the working directory. */
   cwdRoots?: string[];
+  /** Tasks on a Redis queue (BullMQ) run by `codemode worker` processes; see docs/distributed.md. */
+  redis?: string;
+  queue?: string;
+  /** Tasks running at once: on this host, or with `redis` across every worker of the queue. */
+  maxRunning?: number;
+  /** How long a worker may go silent before its tasks are lost, in ms. */
+  lockMs?: number;
 }
 
 export interface CodemodeConfig {
@@ -171,8 +179,24 @@ export function parseConfig(raw: unknown, where: { base: string; at?: string }):
 
   const tasks: TasksConfig = {};
   if (raw.tasks !== undefined) {
-    if (!isObject(raw.tasks)) throw new ConfigError(`${at}: "tasks" must be an object { "maxOutputBytes"?, "cwdRoots"? }, got ${kind(raw.tasks)}`);
-    unknownKeys(`${at}: tasks`, raw.tasks, ["maxOutputBytes", "cwdRoots"]);
+    if (!isObject(raw.tasks)) throw new ConfigError(`${at}: "tasks" must be an object { "maxOutputBytes"?, "cwdRoots"?, "redis"?, "queue"?, "maxRunning"?, "lockMs"? }, got ${kind(raw.tasks)}`);
+    unknownKeys(`${at}: tasks`, raw.tasks, ["maxOutputBytes", "cwdRoots", "redis", "queue", "maxRunning", "lockMs"]);
+    // The URL may carry a password: a message says what is wrong with it, never what it is.
+    const redisProblem = raw.tasks.redis === undefined ? undefined : redisUrlProblem(raw.tasks.redis);
+    if (redisProblem) throw new ConfigError(`${at}: "tasks.redis" ${redisProblem}`);
+    if (raw.tasks.redis !== undefined) tasks.redis = raw.tasks.redis as string;
+    if (raw.tasks.queue !== undefined) {
+      const problem = queueNameProblem(raw.tasks.queue);
+      if (problem) throw new ConfigError(`${at}: "tasks.queue" ${problem}, got ${kind(raw.tasks.queue)}`);
+      if (raw.tasks.redis === undefined) throw new ConfigError(`${at}: "tasks.queue" names a Redis queue: set "tasks.redis" too, or remove it`);
+      tasks.queue = raw.tasks.queue as string;
+    }
+    for (const [key, min] of [["maxRunning", 1], ["lockMs", 1000]] as const) {
+      const v = raw.tasks[key];
+      if (v === undefined) continue;
+      if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) throw new ConfigError(`${at}: "tasks.${key}" must be a whole number, at least ${min}, got ${kind(v)}`);
+      tasks[key] = v;
+    }
     const max = raw.tasks.maxOutputBytes;
     if (max !== undefined) {
       if (typeof max !== "number" || !Number.isSafeInteger(max) || max < 4096) throw new ConfigError(`${at}: "tasks.maxOutputBytes" must be a whole number of bytes, at least 4096, got ${kind(max)}`);

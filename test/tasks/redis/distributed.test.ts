@@ -1,0 +1,82 @@
+// Subagent tasks on a Redis queue with real parts: a redis-server of the test's own, `codemode
+// worker` processes, and a host that runs programs through the ptc_* tools.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../../src/cli/config.js";
+import { openRuntime, type Runtime } from "../../../src/cli/runtime.js";
+import type { TaskRecord } from "../../../src/tasks/index.js";
+import { NO_REDIS, RedisServer, redisInstalled } from "../helpers/redis-server.js";
+import { alive, eventually, queueProject, startWorker, stopWorker, type QueueProject, type WorkerProcess } from "../helpers/queue-project.js";
+
+if (!redisInstalled) console.warn(`skipping the Redis queue tests: ${NO_REDIS}`);
+
+describe.skipIf(!redisInstalled)("tasks on a Redis queue, two worker processes", () => {
+  let server: RedisServer;
+  let project: QueueProject;
+  let workers: WorkerProcess[] = [];
+  let host: Runtime;
+
+  beforeAll(async () => {
+    server = await RedisServer.start({ durable: true });
+    project = queueProject(server.url);
+    workers = await Promise.all([startWorker(project), startWorker(project)]);
+    host = await openRuntime(loadConfig(project.dir, project.config), project.dir, { upstream: false });
+  });
+  afterAll(async () => {
+    await host?.close();
+    await Promise.all(workers.map((w) => stopWorker(w)));
+    await server?.stop();
+  });
+
+  const run = async (code: string) => {
+    const r = await host.cm.run(code, { timeoutMs: 120_000 });
+    expect(r.isError ?? false, r.content.map((c) => c.text).join("\n")).toBe(false);
+    return r.content.map((c) => c.text).join("\n");
+  };
+  const record = (id: string): TaskRecord => host.cm.tasks.get(id)!;
+
+  it("40 script tasks spread over both workers, all succeed, and the aggregate is exact", async () => {
+    const out = await run(`
+      const ids = [];
+      for (let i = 1; i <= 40; i++) ids.push((await tools.ptc_subagent({ agent: "square", task: String(i), background: true })).task_id);
+      while ((await tools.ptc_task_list({ status: ["queued", "running", "stopping"] })).count > 0) await sleep(100);
+      let sum = 0;
+      for (const id of ids) {
+        const o = await tools.ptc_task_output({ task_id: id });
+        if (o.status !== "succeeded") throw new Error(id + " " + o.status);
+        sum += Number(o.output.trim());
+      }
+      text(JSON.stringify({ sum, ids }));
+    `);
+    const { sum, ids } = JSON.parse(out) as { sum: number; ids: string[] };
+    expect(sum).toBe((40 * 41 * 81) / 6);
+    const ran = ids.map(record);
+    expect(new Set(ran.map((r) => r.status))).toStrictEqual(new Set(["succeeded"]));
+    // Each record names the worker that ran it; both workers ran some.
+    expect(new Set(ran.map((r) => r.worker?.id))).toStrictEqual(new Set(workers.map((w) => w.id)));
+    expect(ran.every((r) => r.usage !== undefined && r.startedAt! >= r.createdAt)).toBe(true);
+  });
+
+  it("a stop from the host ends a task running on a worker, its own child process too", async () => {
+    const id = (await host.cm.tasks.spawn({ agent: "sleeper", task: "wait", background: true })).id;
+    const pids = await eventually(() => /pids (\d+) (\d+)/.exec(host.cm.tasks.output(id).output)?.slice(1).map(Number), "the sleeper to start");
+    expect(pids.every(alive)).toBe(true);
+    const out = await run(`text(JSON.stringify(await tools.ptc_task_stop({ task_id: ${JSON.stringify(id)}, reason: "enough" })));`);
+    expect(JSON.parse(out)).toMatchObject({ task_id: id, status: "canceled", previous_status: "running" });
+    expect(record(id)).toMatchObject({ status: "canceled", stopReason: "enough" });
+    await eventually(() => (pids.some(alive) ? undefined : true), "the task's processes to be gone");
+  });
+
+  it("a queued task is canceled without reaching a worker", async () => {
+    // Both workers full (4 each): the ninth sleeper waits in the queue.
+    const ids = [];
+    for (let i = 0; i < 9; i++) ids.push((await host.cm.tasks.spawn({ agent: "sleeper", task: `s${i}`, background: true })).id);
+    await eventually(() => (ids.filter((id) => record(id).status === "running").length === 8 ? true : undefined), "eight sleepers to run");
+    const waiting = ids.find((id) => record(id).status === "queued")!;
+    const stopped = await host.cm.tasks.stop(waiting, "not needed");
+    expect(stopped.fromStatus).toBe("queued");
+    expect(Object.hasOwn(record(waiting), "worker")).toBe(false);
+    expect(record(waiting)).toMatchObject({ status: "canceled", stopReason: "not needed" });
+    await Promise.all(ids.filter((id) => id !== waiting).map((id) => host.cm.tasks.stop(id)));
+    expect(ids.map((id) => record(id).status)).toStrictEqual(ids.map(() => "canceled"));
+  });
+});
