@@ -61,7 +61,7 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue, two worker processes",
     const pids = await eventually(() => /pids (\d+) (\d+)/.exec(host.cm.tasks.output(id).output)?.slice(1).map(Number), "the sleeper to start");
     expect(pids.every(alive)).toBe(true);
     const out = await run(`text(JSON.stringify(await tools.ptc_task_stop({ task_id: ${JSON.stringify(id)}, reason: "enough" })));`);
-    expect(JSON.parse(out)).toMatchObject({ task_id: id, status: "canceled", previous_status: "running" });
+    expect(JSON.parse(out)).toMatchObject({ task_id: id, status: "canceled", from_status: "running" });
     expect(record(id)).toMatchObject({ status: "canceled", stopReason: "enough" });
     await eventually(() => (pids.some(alive) ? undefined : true), "the task's processes to be gone");
   });
@@ -78,5 +78,75 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue, two worker processes",
     expect(record(waiting)).toMatchObject({ status: "canceled", stopReason: "not needed" });
     await Promise.all(ids.filter((id) => id !== waiting).map((id) => host.cm.tasks.stop(id)));
     expect(ids.map((id) => record(id).status)).toStrictEqual(ids.map(() => "canceled"));
+  });
+});
+
+describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () => {
+  let server: RedisServer;
+  let project: QueueProject;
+  let workers: WorkerProcess[] = [];
+  let host: Runtime;
+
+  beforeAll(async () => {
+    server = await RedisServer.start({ durable: true });
+    project = queueProject(server.url);
+    workers = await Promise.all([startWorker(project), startWorker(project)]);
+    host = await openRuntime(loadConfig(project.dir, project.config), project.dir, { upstream: false });
+  });
+  afterAll(async () => {
+    await host?.close();
+    await Promise.all(workers.map((w) => stopWorker(w)));
+    await server?.stop();
+  });
+  const record = (id: string): TaskRecord => host.cm.tasks.get(id)!;
+  const spawn = async (agent: string, task: string) => (await host.cm.tasks.spawn({ agent, task, background: true })).id;
+
+  it("a stop cascades from a task on one worker to the child it queued", async () => {
+    const parent = await spawn("parent", "go");
+    const child = await eventually(() => host.cm.tasks.store.children(parent)[0]?.id, "the parent to spawn its child");
+    await eventually(() => (record(child).status === "running" ? true : undefined), "the child to run");
+    expect(record(child).parentId).toBe(parent);
+    await host.cm.tasks.stop(parent, "cascade");
+    await eventually(() => (record(child).status === "canceled" ? true : undefined), "the child to be canceled");
+    expect(record(parent).status).toBe("canceled");
+    expect(record(child).stopReason).toBe(`parent task ${parent} was stopped`);
+  });
+
+  it("a worker killed with SIGKILL mid-task: its task becomes lost (worker_lost), never run again; the rest finish", async () => {
+    const id = await spawn("sleeper", "doomed");
+    const running = await eventually(() => (record(id).status === "running" ? record(id) : undefined), "the sleeper to run");
+    const pids = await eventually(() => /pids (\d+) (\d+)/.exec(host.cm.tasks.output(id).output)?.slice(1).map(Number), "the sleeper's pids");
+    const victim = workers.find((w) => w.id === running.worker!.id)!;
+    const survivor = workers.find((w) => w !== victim)!;
+    await stopWorker(victim, "SIGKILL");
+    const others = await Promise.all([spawn("nap", "a"), spawn("nap", "b"), spawn("square", "3")]);
+    const lost = await host.cm.tasks.wait(id);
+    expect(lost).toMatchObject({ status: "lost", lostReason: "worker_lost", worker: running.worker });
+    expect(lost.errorMessage).toContain(`the worker ${victim.id} on `);
+    expect(lost.errorMessage).toContain("is not run again");
+    expect(Object.hasOwn(lost, "usage")).toBe(false);
+    // The processes the dead worker left behind on this machine were stopped with it.
+    await eventually(() => (pids.some(alive) ? undefined : true), "the lost task's processes to be gone");
+    const finished = await Promise.all(others.map((o) => host.cm.tasks.wait(o)));
+    expect(finished.map((r) => [r.status, r.worker?.id])).toStrictEqual(others.map(() => ["succeeded", survivor.id]));
+    expect(host.cm.tasks.output(others[2]!).output.trim()).toBe("9");
+    // Still lost: the stalled job was failed, not handed to the survivor.
+    expect(record(id).status).toBe("lost");
+    workers = [survivor, await startWorker(project)];
+  });
+
+  it("Redis restarted mid-run: nothing acknowledged is lost, and the queue runs on", async () => {
+    const before = await Promise.all(Array.from({ length: 6 }, (_, i) => spawn("square", String(i + 1))));
+    const done = await Promise.all(before.map((id) => host.cm.tasks.wait(id)));
+    expect(done.map((r) => r.status)).toStrictEqual(before.map(() => "succeeded"));
+    const naps = await Promise.all([spawn("nap", "x"), spawn("nap", "y")]);
+    await eventually(() => (naps.every((id) => record(id).status === "running") ? true : undefined), "the naps to run");
+    await server.restart();
+    const after = await Promise.all(Array.from({ length: 6 }, (_, i) => spawn("square", String(i + 7))));
+    const all = await Promise.all([...before, ...naps, ...after].map((id) => host.cm.tasks.wait(id)));
+    expect(all.map((r) => r.status)).toStrictEqual(all.map(() => "succeeded"));
+    const squares = [...before, ...after].map((id) => Number(host.cm.tasks.output(id).output.trim()));
+    expect(squares).toStrictEqual(Array.from({ length: 12 }, (_, i) => (i + 1) ** 2));
+    expect(host.cm.tasks.list({ limit: 10_000 }).total).toBeGreaterThanOrEqual(14);
   });
 });
