@@ -1,6 +1,10 @@
 // Subagent tasks on a Redis queue with real parts: a redis-server of the test's own, `codemode
 // worker` processes, and a host that runs programs through the ptc_* tools.
+import { spawn as spawnProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI, runCli } from "../../mcp/helpers.js";
 import { loadConfig } from "../../../src/cli/config.js";
 import { openRuntime, type Runtime } from "../../../src/cli/runtime.js";
 import type { TaskRecord } from "../../../src/tasks/index.js";
@@ -133,6 +137,27 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () =>
     // Still lost: the stalled job was failed, not handed to the survivor.
     expect(record(id).status).toBe("lost");
     workers = [survivor, await startWorker(project)];
+  });
+
+  it("a host killed mid-run: its tasks run on to the end on the workers, and codemode tasks / task read them from Redis", async () => {
+    const program = join(project.dir, "fan.js");
+    writeFileSync(program, `for (const t of ["one", "two"]) await tools.ptc_subagent({ agent: "nap", task: t, background: true, label: "nap " + t }); text("spawned"); await sleep(100000);`);
+    const child = spawnProcess(process.execPath, [CLI, "run", program, "--config", project.config, "--timeout", "120s"], { cwd: project.dir, stdio: "ignore" });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    const naps = await eventually(() => {
+      const rows = host.cm.tasks.list({ limit: 10_000 }).records.filter((r) => r.label.startsWith("nap ") && r.status === "running");
+      return rows.length === 2 ? rows.map((r) => r.id) : undefined;
+    }, "the killed host's two naps to run");
+    child.kill("SIGKILL");
+    await exited;
+    const ended = await Promise.all(naps.map((id) => host.cm.tasks.wait(id)));
+    expect(ended.map((r) => r.status)).toStrictEqual(["succeeded", "succeeded"]);
+    const list = await runCli(["tasks", "--json", "--status", "succeeded", "--config", project.config], { cwd: project.dir });
+    expect(list.code, list.stderr).toBe(0);
+    const listed = (JSON.parse(list.stdout) as { tasks: TaskRecord[] }).tasks.filter((r) => naps.includes(r.id));
+    expect(listed.map((r) => [r.label, r.status])).toStrictEqual([["nap one", "succeeded"], ["nap two", "succeeded"]]);
+    const one = await runCli(["task", naps[0]!, "--config", project.config], { cwd: project.dir });
+    expect([one.code, one.stdout]).toStrictEqual([0, "done\n"]);
   });
 
   it("Redis restarted mid-run: nothing acknowledged is lost, and the queue runs on", async () => {
