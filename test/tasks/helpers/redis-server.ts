@@ -27,11 +27,12 @@ export class RedisServer {
     readonly port: number,
     readonly dir: string,
     private readonly durable: boolean,
+    private readonly password?: string,
   ) {}
 
   /** `durable`: an append-only file fsynced on every write, so a restart keeps every acknowledged write. */
-  static async start(options: { durable?: boolean } = {}): Promise<RedisServer> {
-    const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), "codemode-redis-")), options.durable ?? false);
+  static async start(options: { durable?: boolean; password?: string } = {}): Promise<RedisServer> {
+    const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), "codemode-redis-")), options.durable ?? false, options.password);
     await server.launch();
     return server;
   }
@@ -42,7 +43,7 @@ export class RedisServer {
 
   private async launch(): Promise<void> {
     const persistence = this.durable ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"];
-    const child = spawn("redis-server", ["--port", String(this.port), "--bind", "127.0.0.1", "--dir", this.dir, "--save", "", ...persistence], {
+    const child = spawn("redis-server", ["--port", String(this.port), "--bind", "127.0.0.1", "--dir", this.dir, "--save", "", ...persistence, ...(this.password ? ["--requirepass", this.password] : [])], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.child = child;
