@@ -465,5 +465,7 @@ function openTaskBackend(tasks: CodemodeOptions["tasks"], dataDir: string | unde
   if (tasks.queue !== undefined && queueNameProblem(tasks.queue)) throw new TypeError(`options.tasks.queue ${queueNameProblem(tasks.queue)}, got ${describe(tasks.queue)}`);
   if (tasks.lockMs !== undefined && (!Number.isSafeInteger(tasks.lockMs) || tasks.lockMs < 1000)) throw new RangeError(`options.tasks.lockMs must be an integer of at least 1000 ms, got ${describe(tasks.lockMs)}`);
   const target = redisTarget({ url: tasks.redis, ...(tasks.queue !== undefined ? { queue: tasks.queue } : {}), ...(tasks.lockMs !== undefined ? { lockMs: tasks.lockMs } : {}) });
-  return { store: new RedisTaskStore(target), remote: new BullRemoteQueue(target) };
+  const store = new RedisTaskStore(target);
+  // Connection trouble of the queue reaches the host's warnings, as the store's own does.
+  return { store, remote: new BullRemoteQueue(target, (message) => store.warn(message)) };
 }

@@ -658,7 +658,14 @@ export class TaskHost {
     if (this.closed) return;
     this.closed = true;
     // Tasks this host put on the queue end with it, as its local tasks do.
-    const remote = [...this.remoteSpawned].reverse();
+    let remote: string[] = [];
+    if (this.remoteSpawned.size > 0) {
+      try {
+        remote = this.store.active().map((r) => r.id).filter((id) => this.remoteSpawned.has(id)).reverse();
+      } catch (err) {
+        this.warn(`could not stop the tasks this host queued: ${errorMessage(err)}`);
+      }
+    }
     await Promise.all(remote.map((id) => this.stop(id, "host closed").catch(() => undefined)));
     const ids = [...this.live.keys()].reverse();
     await Promise.all(ids.map((id) => this.stop(id, "host closed").catch(() => undefined)));

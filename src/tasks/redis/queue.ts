@@ -25,12 +25,20 @@ export class BullRemoteQueue implements RemoteQueue {
   private readonly prefix: string;
   private closed = false;
 
+  private readonly onWarning: (message: string) => void;
+
   constructor(
     readonly target: RedisTarget,
-    /** Connection trouble, for the operator (never carries credentials). */
-    private readonly onWarning: (message: string) => void = () => undefined,
+    /** Connection trouble, for the operator (never carries credentials); a repeat of the last one is not said again. */
+    onWarning: (message: string) => void = () => undefined,
   ) {
     this.prefix = keyPrefix(target.queue);
+    let last: string | undefined;
+    this.onWarning = (message) => {
+      if (message === last) return;
+      last = message;
+      onWarning(message);
+    };
   }
 
   /** The BullMQ queue, opened on first use (reading tasks never needs it). */

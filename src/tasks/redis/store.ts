@@ -151,7 +151,8 @@ export class RedisTaskStore implements TaskStore {
     }
   }
 
-  private warn(message: string): void {
+  /** A problem for whoever reads this store's warnings (the task host shows them with its own). */
+  warn(message: string): void {
     this.ownWarnings.push(message);
     if (this.ownWarnings.length > MAX_WARNINGS) this.ownWarnings.shift();
   }
