@@ -13,7 +13,7 @@ import { RedisServer, redisInstalled, NO_REDIS } from "./redis-server.js";
 
 const TASKS = Number(process.env.QUEUE_BENCH_TASKS ?? 1000);
 const CONCURRENCY = 4;
-const CLI = resolve(fileURLToPath(import.meta.url), "../../src/cli/main.js");
+const CLI = resolve(fileURLToPath(import.meta.url), "../../../bin/codemode.js");
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);

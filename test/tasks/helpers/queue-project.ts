@@ -15,7 +15,7 @@ export interface QueueProject {
 }
 
 /** Agents: `square` (a script: prints task²), `nap` (a command: sleeps 1.5 s, prints done), `sleeper` (a command that never ends on its own, with a child of its own). */
-export function queueProject(redisUrl: string, extra: Record<string, unknown> = {}): QueueProject {
+export function queueProject(redisUrl: string, tasks: Record<string, unknown> = {}): QueueProject {
   const dir = mkdtempSync(join(tmpdir(), "codemode-queue-"));
   const queue = `q${process.pid}-${++queues}`;
   mkdirSync(join(dir, "agents"));
@@ -33,7 +33,7 @@ export function queueProject(redisUrl: string, extra: Record<string, unknown> = 
   writeFileSync(join(dir, "agents", "parent.md"), "---\nname: parent\ndescription: spawns a sleeper and waits\ndriver: script\nscript: parent.js\nreport: false\ntools: [ptc_subagent]\n---\n");
   writeFileSync(join(dir, "agents", "parent.js"), "const c = await tools.ptc_subagent({ agent: 'sleeper', task: 'child', background: true }); text('child ' + c.task_id + '\\n'); await sleep(100000);\n");
   const config = join(dir, "codemode.json");
-  writeFileSync(config, JSON.stringify({ agentsDir: "agents", limits: { timeoutMs: 120_000 }, tasks: { redis: redisUrl, queue, lockMs: 2000 }, ...extra }));
+  writeFileSync(config, JSON.stringify({ agentsDir: "agents", limits: { timeoutMs: 120_000 }, tasks: { redis: redisUrl, queue, lockMs: 2000, ...tasks } }));
   return { dir, config, queue };
 }
 

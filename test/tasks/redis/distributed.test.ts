@@ -21,7 +21,8 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue, two worker processes",
 
   beforeAll(async () => {
     server = await RedisServer.start({ durable: true });
-    project = queueProject(server.url);
+    // 4 at once per worker, 6 at once across the queue.
+    project = queueProject(server.url, { maxRunning: 6 });
     workers = await Promise.all([startWorker(project), startWorker(project)]);
     host = await openRuntime(loadConfig(project.dir, project.config), project.dir, { upstream: false });
   });
@@ -58,6 +59,10 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue, two worker processes",
     // Each record names the worker that ran it; both workers ran some.
     expect(new Set(ran.map((r) => r.worker?.id))).toStrictEqual(new Set(workers.map((w) => w.id)));
     expect(ran.every((r) => r.usage !== undefined && r.startedAt! >= r.createdAt)).toBe(true);
+    // From the records' own times: never more than 4 at once on a worker, nor 6 on the queue.
+    const mostAtOnce = (rs: TaskRecord[]) => Math.max(...rs.map((r) => rs.filter((o) => o.startedAt! <= r.startedAt! && o.endedAt! > r.startedAt!).length));
+    expect(workers.map((w) => mostAtOnce(ran.filter((r) => r.worker!.id === w.id)) <= 4)).toStrictEqual([true, true]);
+    expect(mostAtOnce(ran)).toBeLessThanOrEqual(6);
   });
 
   it("a stop from the host ends a task running on a worker, its own child process too", async () => {
@@ -70,11 +75,14 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue, two worker processes",
     await eventually(() => (pids.some(alive) ? undefined : true), "the task's processes to be gone");
   });
 
-  it("a queued task is canceled without reaching a worker", async () => {
-    // Both workers full (4 each): the ninth sleeper waits in the queue.
+  it("past the queue's running cap a task waits, and is canceled there without reaching a worker", async () => {
+    // Room for 8 on the two workers, but 6 at once on the queue: the seventh sleeper waits.
     const ids = [];
-    for (let i = 0; i < 9; i++) ids.push((await host.cm.tasks.spawn({ agent: "sleeper", task: `s${i}`, background: true })).id);
-    await eventually(() => (ids.filter((id) => record(id).status === "running").length === 8 ? true : undefined), "eight sleepers to run");
+    for (let i = 0; i < 7; i++) ids.push((await host.cm.tasks.spawn({ agent: "sleeper", task: `s${i}`, background: true })).id);
+    await eventually(() => (ids.filter((id) => record(id).status === "running").length === 6 ? true : undefined), "six sleepers to run");
+    // A moment for a worker to (wrongly) take the seventh; the cap holds it back.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(ids.filter((id) => record(id).status === "running").length).toBe(6);
     const waiting = ids.find((id) => record(id).status === "queued")!;
     const stopped = await host.cm.tasks.stop(waiting, "not needed");
     expect(stopped.fromStatus).toBe("queued");
