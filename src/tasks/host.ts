@@ -355,7 +355,8 @@ export class TaskHost {
     // On a queue, every task a worker can run goes there — except a foreground child, which runs
     // in the slot its waiting parent holds (a queue full of waiting parents would never drain).
     const remote = this.remote !== undefined && borrow === undefined && agent.driver !== "function" && agent.driver !== "workflow";
-    const waiting = remote ? this.store.list({ status: ["queued"], limit: 1 }).total : this.queue.length;
+    // Only the count is wanted (limit 0: no record is read).
+    const waiting = remote ? this.store.list({ status: ["queued"], limit: 0 }).total : this.queue.length;
     if (remote && waiting >= this.maxQueued) {
       throw new TaskError(
         "task_queue_full",
@@ -411,14 +412,22 @@ export class TaskHost {
       this.queue.push(record.id);
     }
     if (req.background) return { ...live.record };
+    return this.foreground(record.id, () => live.done, context);
+  }
 
+  /** A foreground child's caller waits for its end: stopped if the caller is cancelled, a rejection unless it succeeded. */
+  private async foreground(id: string, ended: () => Promise<TaskRecord>, context: SpawnContext): Promise<TaskRecord> {
     const onAbort = (): void => {
-      void this.stop(record.id, "the calling program was cancelled").catch(() => undefined);
+      void this.stop(id, "the calling program was cancelled").catch(() => undefined);
     };
     context.signal?.addEventListener("abort", onAbort, { once: true });
     if (context.signal?.aborted) onAbort();
-    const final = await live.done;
-    context.signal?.removeEventListener("abort", onAbort);
+    let final: TaskRecord;
+    try {
+      final = await ended();
+    } finally {
+      context.signal?.removeEventListener("abort", onAbort);
+    }
     if (final.status !== "succeeded") {
       throw new TaskError(
         "task_failed",
@@ -443,25 +452,7 @@ export class TaskHost {
     }
     this.remoteSpawned.add(record.id);
     if (background) return { ...record };
-    const onAbort = (): void => {
-      void this.stop(record.id, "the calling program was cancelled").catch(() => undefined);
-    };
-    context.signal?.addEventListener("abort", onAbort, { once: true });
-    if (context.signal?.aborted) onAbort();
-    let final: TaskRecord;
-    try {
-      final = await this.waitRemote(record.id);
-    } finally {
-      context.signal?.removeEventListener("abort", onAbort);
-    }
-    if (final.status !== "succeeded") {
-      throw new TaskError(
-        "task_failed",
-        `subagent task ${final.id} (agent "${final.agent}") ${final.status}${final.errorMessage ? `: ${final.errorMessage}` : ""}; its output and usage stay readable with ptc_task_output({ task_id: "${final.id}" })`,
-        final.id,
-      );
-    }
-    return final;
+    return this.foreground(record.id, () => this.waitRemote(record.id), context);
   }
 
   /** A task on the queue: its record, once it ended (a worker that went silent makes it lost). */

@@ -137,7 +137,7 @@ async function run(...op: Op): Promise<unknown> {
         const pipe = handle.redis.pipeline();
         for (const s of statuses) {
           pipe.zcard(`${p}st:${s}`);
-          pipe.zrevrangebylex(`${p}st:${s}`, "+", "-", "LIMIT", 0, limit);
+          pipe.zrevrangebylex(`${p}st:${s}`, "+", "-", "LIMIT", 0, Math.max(1, limit));
         }
         const replies = (await pipe.exec()) ?? [];
         let total = 0;
@@ -148,8 +148,8 @@ async function run(...op: Op): Promise<unknown> {
         }
         // Newest `limit` across the statuses (ids are ULIDs: lexical order is creation order), oldest first.
         ids.sort();
-        const page = ids.slice(Math.max(0, ids.length - limit));
-        const jsons = page.length ? await handle.redis.mget(page.map((id) => `${p}rec:${id}`)) : [];
+        const page = limit > 0 ? ids.slice(Math.max(0, ids.length - limit)) : [];
+        const jsons = page.length && limit > 0 ? await handle.redis.mget(page.map((id) => `${p}rec:${id}`)) : [];
         return { jsons, total };
       });
     }

@@ -13,23 +13,30 @@ import { alive, eventually, queueProject, startWorker, stopWorker, type QueuePro
 
 if (!redisInstalled) console.warn(`skipping the Redis queue tests: ${NO_REDIS}`);
 
-describe.skipIf(!redisInstalled)("tasks on a Redis queue, two worker processes", () => {
-  let server: RedisServer;
-  let project: QueueProject;
-  let workers: WorkerProcess[] = [];
-  let host: Runtime;
-
+/** A durable redis-server of its own, a queue, two `codemode worker` processes and a host runtime, for one describe block. */
+function useQueue(tasks: Record<string, unknown> = {}) {
+  const q = {} as { server: RedisServer; project: QueueProject; workers: WorkerProcess[]; host: Runtime };
   beforeAll(async () => {
-    server = await RedisServer.start({ durable: true });
-    // 4 at once per worker, 6 at once across the queue.
-    project = queueProject(server.url, { maxRunning: 6 });
-    workers = await Promise.all([startWorker(project), startWorker(project)]);
-    host = await openRuntime(loadConfig(project.dir, project.config), project.dir, { upstream: false });
+    q.server = await RedisServer.start({ durable: true });
+    q.project = queueProject(q.server.url, tasks);
+    q.workers = await Promise.all([startWorker(q.project), startWorker(q.project)]);
+    q.host = await openRuntime(loadConfig(q.project.dir, q.project.config), q.project.dir, { upstream: false });
   });
   afterAll(async () => {
-    await host?.close();
-    await Promise.all(workers.map((w) => stopWorker(w)));
-    await server?.stop();
+    await q.host?.close();
+    await Promise.all((q.workers ?? []).map((w) => stopWorker(w)));
+    await q.server?.stop();
+  });
+  return q;
+}
+
+describe.skipIf(!redisInstalled)("tasks on a Redis queue, two worker processes", () => {
+  // 4 at once per worker, 6 at once across the queue.
+  const q = useQueue({ maxRunning: 6 });
+  let host: Runtime;
+  let workers: WorkerProcess[];
+  beforeAll(() => {
+    ({ host, workers } = q);
   });
 
   const run = async (code: string) => {
@@ -94,21 +101,12 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue, two worker processes",
 });
 
 describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () => {
+  const q = useQueue();
+  let host: Runtime;
   let server: RedisServer;
   let project: QueueProject;
-  let workers: WorkerProcess[] = [];
-  let host: Runtime;
-
-  beforeAll(async () => {
-    server = await RedisServer.start({ durable: true });
-    project = queueProject(server.url);
-    workers = await Promise.all([startWorker(project), startWorker(project)]);
-    host = await openRuntime(loadConfig(project.dir, project.config), project.dir, { upstream: false });
-  });
-  afterAll(async () => {
-    await host?.close();
-    await Promise.all(workers.map((w) => stopWorker(w)));
-    await server?.stop();
+  beforeAll(() => {
+    ({ host, server, project } = q);
   });
   const record = (id: string): TaskRecord => host.cm.tasks.get(id)!;
   const spawn = async (agent: string, task: string) => (await host.cm.tasks.spawn({ agent, task, background: true })).id;
@@ -128,8 +126,8 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () =>
     const id = await spawn("sleeper", "doomed");
     const running = await eventually(() => (record(id).status === "running" ? record(id) : undefined), "the sleeper to run");
     const pids = await eventually(() => /pids (\d+) (\d+)/.exec(host.cm.tasks.output(id).output)?.slice(1).map(Number), "the sleeper's pids");
-    const victim = workers.find((w) => w.id === running.worker!.id)!;
-    const survivor = workers.find((w) => w !== victim)!;
+    const victim = q.workers.find((w) => w.id === running.worker!.id)!;
+    const survivor = q.workers.find((w) => w !== victim)!;
     await stopWorker(victim, "SIGKILL");
     const others = await Promise.all([spawn("nap", "a"), spawn("nap", "b"), spawn("square", "3")]);
     const lost = await host.cm.tasks.wait(id);
@@ -144,7 +142,7 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () =>
     expect(host.cm.tasks.output(others[2]!).output.trim()).toBe("9");
     // Still lost: the stalled job was failed, not handed to the survivor.
     expect(record(id).status).toBe("lost");
-    workers = [survivor, await startWorker(project)];
+    q.workers = [survivor, await startWorker(project)];
   });
 
   it("a host killed mid-run: its tasks run on to the end on the workers, and codemode tasks / task read them from Redis", async () => {
