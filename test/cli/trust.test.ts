@@ -30,8 +30,8 @@ describe("finding 10: paths in a configuration, defaults included, resolve again
     expect(run).toEqual({ code: 0, stdout: "trusted helper\n", stderr: "" });
     expect(existsSync(marker)).toBe(false);
     // The data dir is the configuration's too: the checkout got no state of the run.
-    expect(existsSync(join(trusted, ".codemode", "tasks.db"))).toBe(true);
-    expect(existsSync(join(checkout, ".codemode", "tasks.db"))).toBe(false);
+    expect(existsSync(join(trusted, ".codemode", "state", "tasks.db"))).toBe(true);
+    expect(existsSync(join(checkout, ".codemode", "state", "tasks.db"))).toBe(false);
     const tasks = await runCli(["tasks", "--config", join(trusted, "codemode.json")], { cwd: checkout });
     expect(tasks.stdout).toContain("succeeded  helper");
   });
@@ -40,7 +40,7 @@ describe("finding 10: paths in a configuration, defaults included, resolve again
     const cwd = tempProject({ workspace: { write: false } });
     const run = await runCli(["run", "-", "--session", "s"], { cwd, stdin: `store("k", 1); return 1` });
     expect(run.code).toBe(0);
-    expect(existsSync(join(cwd, ".codemode", "sessions", "s.json"))).toBe(true);
+    expect(existsSync(join(cwd, ".codemode", "state", "sessions", "s.json"))).toBe(true);
   });
 });
 
