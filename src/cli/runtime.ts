@@ -51,6 +51,8 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
       limits: config.limits,
       // An upstream tool is read-only only when its server (or this configuration) declares it so.
       readOnlyTools: upstreams.readOnlyTools,
+      // A program calling a server that did not start is told why.
+      unavailableTools: upstreams.unavailable,
       // The working directory is always a root; the configuration may add more.
       tasks: { ...(config.tasks.maxOutputBytes !== undefined ? { maxOutputBytes: config.tasks.maxOutputBytes } : {}), ...(config.tasks.cwdRoots ? { cwdRoots: [cwd, ...config.tasks.cwdRoots] } : {}) },
       ...(options.warm === false ? { workers: { min: 0 } } : {}),

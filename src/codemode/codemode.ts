@@ -76,6 +76,12 @@ export interface CodemodeOptions {
    * `declarations: true` may carry (24,000). Past a budget tools are listed by name and one line.
    */
   declarations?: { prompt?: number; search?: number };
+  /**
+   * Top-level names of tools that could not be bound, each with why (connectUpstreams'
+   * `unavailable`: servers that failed to start): a program calling `tools.<name>…` gets that
+   * reason instead of "not a tool".
+   */
+  unavailableTools?: Readonly<Record<string, string>>;
 }
 
 /** The default declarations budgets (bytes) per reader; see `CodemodeOptions.declarations`. */
@@ -193,6 +199,7 @@ export class Codemode {
           stored = true;
         },
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        ...(this.options.unavailableTools ? { unavailable: this.options.unavailableTools as Record<string, string> } : {}),
       },
       {
         code,
@@ -317,6 +324,10 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   }
   if (options.development !== undefined && typeof options.development !== "boolean") throw new TypeError(`options.development must be a boolean, got ${describe(options.development)}`);
   checkDeclarationBudgets(options.declarations);
+  const unavailable = options.unavailableTools;
+  if (unavailable !== undefined && (unavailable === null || typeof unavailable !== "object" || Array.isArray(unavailable) || Object.values(unavailable).some((why) => typeof why !== "string"))) {
+    throw new TypeError(`options.unavailableTools must be an object { "<name>": "<why it is not bound>" }, got ${describe(unavailable)}`);
+  }
   const workers = options.workers ?? {};
   for (const key of ["max", "min"] as const) {
     const value = workers[key];

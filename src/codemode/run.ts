@@ -40,6 +40,8 @@ export interface RunEnvironment {
   onStored?: () => void;
   /** Sees text() output as the program flushes it, while it runs (progress for a client). */
   onOutput?: (chunks: readonly string[]) => void;
+  /** Names not bound, with why: `CodemodeOptions.unavailableTools`. */
+  unavailable?: Record<string, string>;
 }
 
 export interface RunSettings {
@@ -129,6 +131,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
         limits: engineLimits(limits),
         deadline: 0,
         tools: [...env.tools.keys()],
+        ...(env.unavailable ? { unavailable: env.unavailable } : {}),
         globals: settings.globals,
         store: Object.fromEntries(env.store),
       },
