@@ -66,7 +66,8 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
     cm,
     upstreams,
     boundToolIds: new Set(tools.map((tool) => tool.id)),
-    warnings: [...upstreams.warnings],
+    // Agent files that do not load are skipped: said once, and only the agent itself fails.
+    warnings: [...upstreams.warnings, ...cm.tasks.agents.problems.map((problem) => `${problem.message}; the agent "${problem.name}" is not available until it is fixed`)],
     close: async () => {
       try {
         await cm.close();

@@ -132,15 +132,17 @@ describe("codemode tools", () => {
 });
 
 describe("agent files are configuration too", () => {
-  it("a malformed agent file exits 2 naming the file and each bad field", async () => {
+  it("a malformed agent file is reported and skipped: commands that do not use it work; using it names the file, the line and each bad field", async () => {
     const cwd = tempProject({ agentsDir: "agents" });
     mkdirSync(join(cwd, "agents"));
     writeFileSync(join(cwd, "agents", "x.md"), "---\nname: x\ndriver: scrpt\n---\nhi\n");
-    expect(await runCli(["run", "-"], { cwd, stdin: "text(1)" })).toEqual({
-      code: 2,
-      stdout: "",
-      stderr: `codemode: agent file "${join(cwd, "agents", "x.md")}": field "description" expected string, received undefined; field "driver" expected one of "script"|"command"|"openai"\n`,
-    });
+    const problem = `agent file "${join(cwd, "agents", "x.md")}": field "description" expected string, received undefined; line 3: field "driver" expected one of "script"|"command"|"openai"`;
+    const warning = `codemode: warning: ${problem}; the agent "x" is not available until it is fixed\n`;
+    expect(await runCli(["run", "-"], { cwd, stdin: "text(1)" })).toEqual({ code: 0, stdout: "1\n", stderr: warning });
+    expect(await runCli(["tasks"], { cwd })).toMatchObject({ code: 0, stderr: "" });
+    const used = await runCli(["run", "-"], { cwd, stdin: `await tools.ptc_subagent({ agent: "x", task: "go" })` });
+    expect(used.code).toBe(1);
+    expect(used.stderr).toContain(`Script failed (exception): ToolError: agent "x" cannot be used: its file does not load. ${problem}`);
   });
 });
 

@@ -168,3 +168,23 @@ describe("createCodemode with subagents", () => {
     await expect(createCodemode({ agents: {} as never })).rejects.toThrow("options.agents must be an array of agent definitions");
   });
 });
+
+describe("agents are discoverable by the model", () => {
+  it("ptc_subagent's description lists each agent with its driver and what it does, and the ones whose files do not load", async () => {
+    const cwd = tempDir();
+    mkdirSync(join(cwd, "agents"));
+    writeFileSync(join(cwd, "agents", "broken.md"), "---\ndescription: [\n---\n");
+    const cm = await open({
+      cwd,
+      agentDirs: [join(cwd, "agents")],
+      agents: [
+        { name: "reviewer", description: "Reviews a diff for bugs and missing tests.\nLonger notes that stay out of the listing.", driver: "script", scriptCode: "text(1)", readOnly: true },
+        { name: "shell", description: "Runs a shell command.", driver: "command", command: ["sh", "-c", "echo"] },
+      ],
+    });
+    const description = cm.tools.find((tool) => tool.id === "ptc_subagent")!.description;
+    expect(description.slice(description.indexOf("\n\nAgents:"))).toBe(
+      "\n\nAgents:\n- reviewer (script, read-only): Reviews a diff for bugs and missing tests.\n- shell (command): Runs a shell command.\nNot loaded (their files have errors): broken",
+    );
+  });
+});
