@@ -2,6 +2,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
+import { CONFIG_SCHEMA_URL } from "../../src/cli/config-schema.js";
 import { inventoryConfig, runCli, tempProject } from "../mcp/helpers.js";
 
 describe("codemode run", () => {
@@ -152,12 +154,13 @@ describe("codemode init and help", () => {
     const first = await runCli(["init"], { cwd });
     expect(first).toEqual({
       code: 0,
-      stdout: "wrote   codemode.json\nwrote   .codemode/agents/line-counter.md\nwrote   .codemode/agents/line-counter.js\nwrote   hello.js\n\nNext: codemode run hello.js\n",
+      stdout: "wrote   codemode.json\nwrote   .codemode/agents/line-counter.md\nwrote   .codemode/agents/line-counter.js\nwrote   .codemode/.gitignore\nwrote   hello.js\n\nNext: codemode run hello.js\n",
       stderr: "",
     });
     expect(JSON.parse(readFileSync(join(cwd, "codemode.json"), "utf8"))).toEqual({
+      $schema: CONFIG_SCHEMA_URL,
       limits: { timeoutMs: 30000 },
-      dataDir: ".codemode",
+      dataDir: ".codemode/state",
       agentsDir: ".codemode/agents",
       workspace: { write: false },
       mcpServers: {},
@@ -170,6 +173,18 @@ describe("codemode init and help", () => {
       stdin: `const r = await tools.ptc_subagent({ agent: "line-counter", task: "**/*.md" }); const { tasks } = await tools.ptc_task_list({}); text((await tools.ptc_task_output({ task_id: tasks[0].id })).output); text(r.read_only_tier);`,
     });
     expect(spawned).toEqual({ code: 0, stdout: "1 file, 3 lines\n3\tREADME.md\nenforced\n", stderr: "" });
+    // What git would commit: the configuration, the agents and the program; not the state the runs left.
+    expect(existsSync(join(cwd, ".codemode", "state", "tasks.db"))).toBe(true);
+    execFileSync("git", ["init", "-q"], { cwd });
+    execFileSync("git", ["add", "-A"], { cwd });
+    expect(execFileSync("git", ["ls-files"], { cwd, encoding: "utf8" }).trim().split("\n").sort()).toEqual([
+      ".codemode/.gitignore",
+      ".codemode/agents/line-counter.js",
+      ".codemode/agents/line-counter.md",
+      "README.md",
+      "codemode.json",
+      "hello.js",
+    ]);
     const second = await runCli(["init"], { cwd });
     expect(second.stdout.split("\n")[0]).toBe("kept    codemode.json (exists; --force overwrites it)");
   });
