@@ -4,7 +4,7 @@ import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs, parseDuration, UsageError } from "./args.js";
 import { loadConfig } from "./config.js";
-import { EXIT_FAILED, EXIT_OK, line, readAll, write, writeOutput, type Io } from "./io.js";
+import { EXIT_FAILED, EXIT_OK, line, readAll, useColor, write, writeOutput, type Io } from "./io.js";
 import { openRuntime } from "./runtime.js";
 import { ProgressView, progressMode } from "./progress.js";
 
@@ -69,7 +69,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
   const runtime = await openRuntime(config, io.cwd);
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
-    const progress = new ProgressView(runtime.cm.tasks, io.stderr, progressMode(io.stderr, io.env), { color: io.stderr.isTTY === true && !io.env.NO_COLOR });
+    const progress = new ProgressView(runtime.cm.tasks, io.stderr, progressMode(io.stderr, io.env), { color: useColor(io.stderr, io.env) });
     progress.start();
     // Ctrl-C aborts the program (pending tool calls are cancelled, its subagents stopped when the
     // runtime closes) and still prints what it had; a second Ctrl-C exits at once.

@@ -6,7 +6,9 @@ import { openRegular, readAt } from "../safe-fs.js";
 import { TASK_STATUSES, type TaskRecord } from "../tasks/index.js";
 import { parseArgs, parseDuration, UsageError } from "./args.js";
 import { loadConfig } from "./config.js";
-import { EXIT_FAILED, EXIT_OK, write, writeOutput, writeStyled, type Io } from "./io.js";
+import { EXIT_FAILED, EXIT_OK, useColor, write, writeOutput, writeStyled, type Io } from "./io.js";
+import { fitWidth, frameColumns, frameRows, type TerminalStream } from "./progress.js";
+import { createLogUpdate } from "log-update";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { renderTaskHeader, renderTaskTable } from "./task-view.js";
 
@@ -92,11 +94,16 @@ export async function tasksCommand(argv: readonly string[], io: Io): Promise<num
       if (result.isError) throw failure(result);
       return result.details as ListDetails;
     };
-    const color = io.stdout.isTTY === true && !io.env.NO_COLOR;
-    const render = (list: ListDetails): string => {
+    const color = useColor(io.stdout, io.env);
+    const render = (list: ListDetails, rows = Infinity): string => {
       if (list.tasks.length === 0) return status ? `No ${status.join(" or ")} tasks.\n` : "No tasks yet. Programs start them with tools.ptc_subagent({ agent, task, background: true }).\n";
       const more = list.count > list.tasks.length ? `\n(${list.count} tasks match; showing the last ${list.tasks.length}: --limit shows more)` : "";
-      return `${renderTaskTable(list.tasks, { color })}${more}\n`;
+      // A terminal shows the newest rows that fit under the header, and says how many it left out.
+      const room = rows - 1 - (more ? 1 : 0);
+      if (list.tasks.length <= room) return `${renderTaskTable(list.tasks, { color })}${more}\n`;
+      const shown = list.tasks.slice(list.tasks.length - Math.max(1, room - 1));
+      const hidden = list.tasks.length - shown.length;
+      return `${renderTaskTable(shown, { color })}\n(… ${hidden} earlier task${hidden === 1 ? "" : "s"} above, not shown: the terminal has ${rows + 1} rows; --status narrows the list)${more}\n`;
     };
 
     let list = await read();
@@ -108,13 +115,27 @@ export async function tasksCommand(argv: readonly string[], io: Io): Promise<num
       await writeStyled(io.stdout, render(list));
       return EXIT_OK;
     }
-    // --watch: a TTY is redrawn in place; a pipe gets a new table whenever something changed.
+    // --watch: a terminal is redrawn in place by log-update, never taller than it is (so no
+    // frame is pushed into the scrollback) and cut to its width; a pipe gets a new table
+    // whenever something changed.
+    if (io.stdout.isTTY) {
+      const stream = io.stdout as TerminalStream;
+      const draw = createLogUpdate(stream, { showCursor: true });
+      try {
+        for (;;) {
+          draw(fitWidth(render(list, frameRows(stream)).trimEnd().split("\n"), frameColumns(stream)).join("\n"));
+          if (!list.tasks.some((t) => ACTIVE.has(t.status))) return EXIT_OK;
+          await sleep(interval);
+          list = await read();
+        }
+      } finally {
+        draw.done();
+      }
+    }
     let last = "";
     for (;;) {
-      const text = render(list);
       const fingerprint = JSON.stringify(list.tasks.map((t) => [t.id, t.status, t.outputBytes]));
-      if (io.stdout.isTTY) await writeStyled(io.stdout, `\x1b[H\x1b[2J${text}`);
-      else if (fingerprint !== last) await writeStyled(io.stdout, (last === "" ? "" : "\n") + text);
+      if (fingerprint !== last) await writeStyled(io.stdout, (last === "" ? "" : "\n") + render(list));
       last = fingerprint;
       if (!list.tasks.some((t) => ACTIVE.has(t.status))) return EXIT_OK;
       await sleep(interval);
@@ -188,7 +209,7 @@ export async function taskCommand(argv: readonly string[], io: Io): Promise<numb
       }
     }
     if (io.stdout.isTTY && page.out.output_bytes > 0 && last !== "\n") await writeOutput(io.stdout, "\n");
-    const color = io.stderr.isTTY === true && !io.env.NO_COLOR;
+    const color = useColor(io.stderr, io.env);
     const none = page.out.output_bytes > 0 ? "" : "(no output)\n";
     await writeStyled(io.stderr, `${none}${renderTaskHeader(page.record, { color })}\n`);
     return ["failed", "canceled", "lost"].includes(page.out.status) ? EXIT_FAILED : EXIT_OK;

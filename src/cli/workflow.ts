@@ -8,7 +8,7 @@ import { formatBytes } from "../text.js";
 import { formatProblems, MAX_WORKFLOW_BYTES, parseWorkflow, validateWorkflow, type NodeLine, type WorkflowPlan, type WorkflowProblem } from "../workflow/index.js";
 import { parseArgs, UsageError } from "./args.js";
 import { loadConfig } from "./config.js";
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, line, write, type Io } from "./io.js";
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, line, useColor, write, type Io } from "./io.js";
 import { ProgressView, progressMode } from "./progress.js";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { formatUsage } from "./task-view.js";
@@ -161,7 +161,7 @@ async function runAndFollow(runtime: Runtime, io: Io, text: string, inputs: Reco
   }
   const id = handle.task_id;
   const mode = progressMode(io.stderr, io.env);
-  const progress = new ProgressView(host, io.stderr, mode, { color: io.stderr.isTTY === true && !io.env.NO_COLOR });
+  const progress = new ProgressView(host, io.stderr, mode, { color: useColor(io.stderr, io.env) });
   // A progress view redraws its lines in place: node lines written to the same terminal between
   // two redraws would be erased, so there they are printed once the view has stopped.
   const deferLines = mode === "tty" && io.stdout.isTTY === true;
