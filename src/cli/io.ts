@@ -73,9 +73,3 @@ export function useColor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): b
 export function line(text: string): string {
   return text.endsWith("\n") ? text : `${text}\n`;
 }
-
-export async function readAll(stream: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(chunks).toString("utf8");
-}

@@ -4,7 +4,7 @@ import { closeSync } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
 import { openRegular, readAt } from "../safe-fs.js";
 import { TASK_STATUSES, type TaskRecord } from "../tasks/index.js";
-import { parseArgs, parseDuration, UsageError } from "./args.js";
+import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, parseDuration, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { loadConfig } from "./config.js";
 import { EXIT_FAILED, EXIT_OK, useColor, write, writeOutput, writeStyled, type Io } from "./io.js";
 import { fitWidth, frameColumns, frameRows, type TerminalStream } from "./progress.js";
@@ -12,28 +12,38 @@ import { createLogUpdate } from "log-update";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { renderTaskHeader, renderTaskTable } from "./task-view.js";
 
-export const TASKS_HELP = `Usage: codemode tasks [--status <s,…>] [--limit <n>] [--watch] [--interval <duration>] [--json] [--config <file>]
+const TASKS_FLAGS = {
+  status: { type: "string", value: "<s,…>", list: true, description: `only these statuses: ${TASK_STATUSES.join(", ")}` },
+  limit: { type: "string", value: "<n>", short: "n", description: "the most recent n tasks (default 100)" },
+  watch: { type: "boolean", short: "w", description: "redraw in place every --interval (default 1s) until no task is queued or running" },
+  interval: { type: "string", value: "<duration>", description: "how often --watch redraws: 500ms, 2s" },
+  json: { type: "boolean", short: "j", description: "the task records as JSON (the tool's details)" },
+  config: CONFIG_FLAG,
+  help: HELP_FLAG,
+} satisfies FlagTable;
 
-Lists the subagent tasks in the data dir (oldest first): id, status, agent, label, depth, output
-bytes, time, host-counted usage and the error or report summary. Tasks whose host died while they
-ran are shown as lost.
+export const TASKS_HELP = commandHelp({
+  usage: `codemode tasks ${usageFlags(TASKS_FLAGS)}`,
+  about: `Lists the subagent tasks in the data dir (oldest first): id, status, agent, label, depth, output
+bytes, time, host-counted usage (for agents that count tokens) and the error or report summary.
+Tasks whose host died while they ran are shown as lost.`,
+  flags: TASKS_FLAGS,
+});
 
-  --status <s,…>        only these statuses: ${TASK_STATUSES.join(", ")}
-  --limit <n>           the most recent n tasks (default 100)
-  --watch               redraw every --interval (default 1s) until no task is queued or running
-  --json                the task records as JSON (the tool's details)
-`;
+const TASK_FLAGS = {
+  follow: { type: "boolean", short: "f", description: "keep printing output as it arrives until the task ends" },
+  json: { type: "boolean", short: "j", description: "the task record, output and report as JSON" },
+  config: CONFIG_FLAG,
+  help: HELP_FLAG,
+} satisfies FlagTable;
 
-export const TASK_HELP = `Usage: codemode task <id> [--follow] [--json] [--config <file>]
-
-Prints a task's output on stdout and its status, usage and report on stderr.
-
-  --follow   keep printing output as it arrives until the task ends
-  --json     the task record, output and report as JSON
-
-Exit code: 0 when the task succeeded or is still going, 1 when it failed, was canceled or lost,
-or the id is unknown.
-`;
+export const TASK_HELP = commandHelp({
+  usage: `codemode task <id> ${usageFlags(TASK_FLAGS)}`,
+  about: "Prints a task's output on stdout and its status, usage and report on stderr.",
+  flags: TASK_FLAGS,
+  notes: `Exit code: 0 when the task succeeded or is still going, 1 when it failed, was canceled or lost,
+or the id is unknown.`,
+});
 
 const ACTIVE = new Set(["queued", "running", "stopping"]);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -60,15 +70,7 @@ function failure(result: { content: Array<{ text: string }> }): Error {
 }
 
 export async function tasksCommand(argv: readonly string[], io: Io): Promise<number> {
-  const { flags, positionals } = parseArgs("codemode tasks", argv, {
-    status: { type: "string", value: "<s,…>", repeat: true },
-    limit: { type: "string", value: "<n>" },
-    watch: { type: "boolean" },
-    interval: { type: "string", value: "<duration>" },
-    json: { type: "boolean" },
-    config: { type: "string", value: "<file>" },
-    help: { type: "boolean" },
-  });
+  const { flags, positionals } = parseArgs("codemode tasks", argv, TASKS_FLAGS);
   if (flags.help) {
     await write(io.stdout, TASKS_HELP);
     return EXIT_OK;
@@ -154,12 +156,7 @@ interface OutputResult {
 }
 
 export async function taskCommand(argv: readonly string[], io: Io): Promise<number> {
-  const { flags, positionals } = parseArgs("codemode task", argv, {
-    follow: { type: "boolean" },
-    json: { type: "boolean" },
-    config: { type: "string", value: "<file>" },
-    help: { type: "boolean" },
-  });
+  const { flags, positionals } = parseArgs("codemode task", argv, TASK_FLAGS);
   if (flags.help) {
     await write(io.stdout, TASK_HELP);
     return EXIT_OK;

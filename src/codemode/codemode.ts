@@ -84,6 +84,9 @@ export interface CodemodeOptions {
   unavailableTools?: Readonly<Record<string, string>>;
 }
 
+/** The smallest declarations budget: room for the notes and a few tools. */
+export const MIN_DECLARATIONS_BUDGET = 256;
+
 /** The default declarations budgets (bytes) per reader; see `CodemodeOptions.declarations`. */
 export const DEFAULT_DECLARATIONS_BUDGETS: Readonly<{ prompt: number; search: number }> = Object.freeze({ prompt: 8_000, search: 24_000 });
 
@@ -418,8 +421,8 @@ function checkDeclarationBudgets(value: CodemodeOptions["declarations"]): void {
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError(`options.declarations must be an object { prompt?, search? } of byte budgets, got ${describe(value)}`);
   for (const [key, bytes] of Object.entries(value)) {
     if (key !== "prompt" && key !== "search") throw new TypeError(`options.declarations.${key} is not a declarations budget; known: prompt, search`);
-    if (bytes !== undefined && bytes !== Infinity && (!Number.isInteger(bytes) || bytes < 256)) {
-      throw new RangeError(`options.declarations.${key} must be an integer number of bytes ≥ 256 (or Infinity), got ${describe(bytes)}`);
+    if (bytes !== undefined && bytes !== Infinity && (!Number.isInteger(bytes) || bytes < MIN_DECLARATIONS_BUDGET)) {
+      throw new RangeError(`options.declarations.${key} must be an integer number of bytes ≥ ${MIN_DECLARATIONS_BUDGET} (or Infinity), got ${describe(bytes)}`);
     }
   }
 }
