@@ -3,6 +3,7 @@
 // generated from. Every leaf carries the phrase its error message uses ("must be <error>") and a
 // description for the JSON Schema, so the two never drift apart.
 import { z } from "zod";
+import { DEFAULT_DECLARATIONS_BUDGETS, MIN_DECLARATIONS_BUDGET } from "../codemode/codemode.js";
 import { LIMIT_RANGES, type Limits } from "../codemode/limits.js";
 
 /** Where the published schema lives; `codemode init` points `$schema` at it. */
@@ -12,6 +13,8 @@ export const SERVER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 /** Start-up deadline of one upstream server: connecting and listing every page of its tools. */
 export const STARTUP_TIMEOUT_RANGE = [100, 600_000] as const;
 export const MIN_TASK_OUTPUT_BYTES = 4096;
+/** A declarations budget in the file: at least what the library accepts, at most 1 MB (a prompt, not a dump). */
+export const DECLARATIONS_BUDGET_RANGE = [MIN_DECLARATIONS_BUDGET, 1_000_000] as const;
 
 const LIMIT_TEXT: Record<keyof Limits, string> = {
   timeoutMs: "Wall-clock deadline of a run, in milliseconds (default 30000).",
@@ -112,6 +115,19 @@ const tasks = z
   )
   .describe("Limits of the subagent tasks this configuration's runtime hosts.");
 
+const declarations = z
+  .strictObject(
+    {
+      prompt: integer(
+        ...DECLARATIONS_BUDGET_RANGE,
+        `Bytes of TypeScript declarations in ptc_run_code's description (codemode mcp) and the library's cm.declarations() (default ${DEFAULT_DECLARATIONS_BUDGETS.prompt}); past it tools are listed by name and one line. codemode mcp --declarations-budget overrides it.`,
+      ).optional(),
+      search: integer(...DECLARATIONS_BUDGET_RANGE, `Bytes of declarations one tool_search answer with declarations: true may carry (default ${DEFAULT_DECLARATIONS_BUDGETS.search}).`).optional(),
+    },
+    { error: 'an object { "prompt"?, "search"? } of byte budgets' },
+  )
+  .describe("How many bytes of tool declarations each reader gets: the model's prompt, and tool_search answers.");
+
 export const configSchema = z
   .strictObject(
     {
@@ -125,6 +141,7 @@ export const configSchema = z
         .optional()
         .describe("Upstream MCP servers: programs reach their tools as tools.<name>.<tool>."),
       tasks: tasks.optional(),
+      declarations: declarations.optional(),
     },
     { error: "a JSON object" },
   )

@@ -49,6 +49,8 @@ export interface CodemodeConfig {
    */
   workspace: false | { write: boolean; root?: string };
   tasks: TasksConfig;
+  /** Declarations budgets in bytes (`CodemodeOptions.declarations`); only those the file names. */
+  declarations: { prompt?: number; search?: number };
 }
 
 export class ConfigError extends Error {
@@ -134,6 +136,7 @@ function resolveConfig(config: RawConfig, base: string): CodemodeConfig {
     mcpServers,
     workspace,
     tasks,
+    declarations: { ...config.declarations },
   };
 }
 

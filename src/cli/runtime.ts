@@ -28,7 +28,7 @@ export interface RuntimeOptions {
   workspaceRoot?: string | null;
   /** Keep tasks and sessions in the configuration's data dir (default true); false: in memory. */
   persist?: boolean;
-  /** Declarations budgets (`CodemodeOptions.declarations`), e.g. from `codemode mcp --declarations-budget`. */
+  /** Declarations budgets (`CodemodeOptions.declarations`), e.g. from `codemode mcp --declarations-budget`; over the configuration's. */
   declarations?: CodemodeOptions["declarations"];
 }
 
@@ -57,7 +57,7 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
       // The working directory is always a root; the configuration may add more.
       tasks: { ...(config.tasks.maxOutputBytes !== undefined ? { maxOutputBytes: config.tasks.maxOutputBytes } : {}), ...(config.tasks.cwdRoots ? { cwdRoots: [cwd, ...config.tasks.cwdRoots] } : {}) },
       ...(options.warm === false ? { workers: { min: 0 } } : {}),
-      ...(options.declarations ? { declarations: options.declarations } : {}),
+      declarations: { ...config.declarations, ...options.declarations },
     });
   } catch (error) {
     await upstreams.close();

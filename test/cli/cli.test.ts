@@ -89,7 +89,7 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
     ["--config names no file", ["run", "x.js", "--config", "nope.json"], undefined, "--config: no configuration file at nope.json\n"],
     ["mcp takes no arguments", ["mcp", "github"], undefined, "codemode mcp: takes no arguments, got github; configure upstream servers in codemode.json\nRun codemode help for usage.\n"],
     ["config: not JSON", ["run", "x.js"], "{ limits: 1", 'codemode.json:1:3: not valid JSON: "limits" is not a JSON value (names and strings go in double quotes)\n'],
-    ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json:1:2: unknown field "limit"; did you mean "limits"? (known here: "$schema", "limits", "dataDir", "agentsDir", "workspace", "mcpServers", "tasks")\n'],
+    ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json:1:2: unknown field "limit"; did you mean "limits"? (known here: "$schema", "limits", "dataDir", "agentsDir", "workspace", "mcpServers", "tasks", "declarations")\n'],
     ["config: bad limit", ["run", "x.js"], JSON.stringify({ limits: { timeoutMs: -1 } }), "codemode.json:1:24: limits.timeoutMs must be an integer from 1 to 600000, got the number -1\n"],
     ["config: server without command", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { args: [] } } }), "codemode.json:1:21: mcpServers.gh.command is missing: it must be a non-empty string (the program to start)\n"],
     ["config: server args", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { command: "x", args: "--stdio" } } }), 'codemode.json:1:43: mcpServers.gh.args must be an array of strings, got the string "--stdio"\n'],
