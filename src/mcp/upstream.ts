@@ -13,10 +13,10 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import type { FetchLike, Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import { defineTool, toIdentifier, toolResult, toTool, ToolError, type Tool } from "../tools/index.js";
+import { defineTool, pickAnnotations, toIdentifier, toolResult, toTool, ToolError, type Tool } from "../tools/index.js";
 import { isZodObject } from "../tools/project.js";
 import { packageVersion } from "../package-files.js";
-import { formatBytes } from "../text.js";
+import { formatBytes, summaryLine } from "../text.js";
 import { BoundedStdioTransport, MESSAGE_TOO_LARGE } from "./stdio-transport.js";
 
 interface ServerCommon {
@@ -408,6 +408,12 @@ interface ServerState {
 
 function upstreamTool(server: string, client: Client, state: ServerState, spec: McpTool, warnings: string[]): Tool {
   const description = spec.description?.trim() || spec.title?.trim() || `Tool "${spec.name}" of the MCP server "${server}".`;
+  // The server's title and effect hints, so our listing and tool_info pass them on. Taken as far
+  // as they are valid (one line of at most 200 characters; the four known boolean hints), so a
+  // server's odd title or extra hints never keep its tool from binding.
+  const title = upstreamTitle(spec);
+  const annotations = pickAnnotations(spec.annotations);
+  const identity = { name: spec.name, namespace: server, description, ...(title ? { title } : {}), ...(annotations ? { annotations } : {}) };
   const input = convert(spec.inputSchema);
   const output = spec.outputSchema ? convert(spec.outputSchema) : undefined;
   if (spec.outputSchema && !output) {
@@ -442,18 +448,14 @@ function upstreamTool(server: string, client: Client, state: ServerState, spec: 
     // Not expressible in zod: bind it as given (the server validates its own input).
     if (output) warnings.push(`MCP server "${server}": the inputSchema of tool "${spec.name}" cannot be converted; it is passed through unchecked and its output is not checked`);
     return toTool({
-      name: spec.name,
-      namespace: server,
-      description,
+      ...identity,
       inputSchema: spec.inputSchema as Record<string, unknown>,
       execute: async (args: Record<string, unknown>, ctx: { signal: AbortSignal }) => untypedResult(await call(args, ctx.signal)),
     });
   }
   if (output) {
     return defineTool({
-      name: spec.name,
-      namespace: server,
-      description,
+      ...identity,
       input,
       output,
       execute: async (args, ctx) => {
@@ -467,12 +469,18 @@ function upstreamTool(server: string, client: Client, state: ServerState, spec: 
     });
   }
   return defineTool({
-    name: spec.name,
-    namespace: server,
-    description,
+    ...identity,
     input,
     execute: async (args, ctx) => untypedResult(await call(args as Record<string, unknown>, ctx.signal)),
   });
+}
+
+/** `title`, or `annotations.title` (where the 2025-03-26 revision put it), as one line a tool may carry. */
+function upstreamTitle(spec: McpTool): string | undefined {
+  const raw = typeof spec.title === "string" && spec.title.trim() !== "" ? spec.title : spec.annotations?.title;
+  if (typeof raw !== "string") return undefined;
+  const line = summaryLine(raw, 200);
+  return line === "" ? undefined : line;
 }
 
 /** A result of a tool without a usable output schema: its structuredContent for programs when it sent one (the text for the model), else its text. */

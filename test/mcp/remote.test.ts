@@ -15,6 +15,7 @@ import { z } from "zod";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCodemode, type Codemode } from "../../src/index.js";
 import { connectUpstreams, type Upstreams } from "../../src/mcp/upstream.js";
+import { mcpToolOf } from "../../src/mcp/server.js";
 import { ROOT } from "./helpers.js";
 
 const TOKEN = "s3cret-token-4711";
@@ -25,13 +26,15 @@ function catalogServer(): McpServer {
   const server = new McpServer({ name: "catalog", version: "1.0.0" });
   server.registerTool(
     "lookup",
-    { description: "Look up a part by number.", inputSchema: { part: z.string() }, outputSchema: { part: z.string(), price: z.number(), tags: z.array(z.string()) } },
+    { title: "Part lookup", annotations: { readOnlyHint: true, openWorldHint: false }, description: "Look up a part by number.", inputSchema: { part: z.string() }, outputSchema: { part: z.string(), price: z.number(), tags: z.array(z.string()) } },
     async ({ part }) => {
       const value = { part, price: 12.5, tags: ["steel", "m4"] };
       return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value };
     },
   );
   server.registerTool("huge", { description: "Answers with far too much." }, async () => ({ content: [{ type: "text", text: "x".repeat(300_000) }] }));
+  // A title no tool of ours could carry (an escape, a second line, 300 characters): still bound.
+  server.registerTool("odd", { title: `Odd \u001b[31mtitle ${"x".repeat(300)}\nsecond line`, description: "Has an odd title." }, async () => ({ content: [{ type: "text", text: "ok" }] }));
   return server;
 }
 
@@ -121,7 +124,7 @@ describe("upstream servers over HTTP, from node_modules, and ones that fail", ()
       ["unset", "failed"],
       ["slow", "failed"],
     ]);
-    expect(upstreams.tools.filter((tool) => tool.namespace === "catalog").map((tool) => tool.id)).toEqual(["catalog.lookup", "catalog.huge"]);
+    expect(upstreams.tools.filter((tool) => tool.namespace === "catalog").map((tool) => tool.id)).toEqual(["catalog.lookup", "catalog.huge", "catalog.odd"]);
     expect(upstreams.tools.some((tool) => tool.id === "memory.read_graph")).toBe(true);
   });
 
@@ -139,6 +142,30 @@ describe("upstream servers over HTTP, from node_modules, and ones that fail", ()
       created: ["Ada"],
       graph: [["Ada", ["wrote the first program"]]],
     });
+  });
+
+  it("an upstream tool keeps its server's title and hints: in our MCP listing and in tool_info", async () => {
+    const byId = (id: string) => upstreams.tools.find((tool) => tool.id === id)!;
+    // server-memory states a title and all four hints on each tool.
+    expect(mcpToolOf(byId("memory.delete_entities"))).toMatchObject({
+      name: "memory.delete_entities",
+      title: "Delete Entities",
+      annotations: { title: "Delete Entities", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    });
+    const info = await cm.callTool("tool_info", { tool_id: "memory.delete_entities" });
+    const tool = (info.structuredContent as { tool: Record<string, unknown> }).tool;
+    expect([tool.title, tool.annotations]).toStrictEqual(["Delete Entities", { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false }]);
+    expect(JSON.parse(JSON.stringify(info.structuredContent))).toStrictEqual(info.structuredContent);
+    // Over Streamable HTTP too; hints the server did not state are not made up.
+    const lookup = ((await cm.callTool("tool_info", { tool_id: "catalog.lookup" })).structuredContent as { tool: Record<string, unknown> }).tool;
+    expect([lookup.title, lookup.annotations]).toStrictEqual(["Part lookup", { readOnlyHint: true, openWorldHint: false }]);
+    const huge = ((await cm.callTool("tool_info", { tool_id: "catalog.huge" })).structuredContent as { tool: Record<string, unknown> }).tool;
+    expect([Object.hasOwn(huge, "title"), Object.hasOwn(huge, "annotations")]).toStrictEqual([false, false]);
+    expect(Object.hasOwn(mcpToolOf(byId("catalog.huge")), "annotations")).toBe(false);
+    // An odd title is cut to its first line of at most 200 characters, its control characters spaces.
+    const odd = byId("catalog.odd").title!;
+    expect(odd.length).toBe(200);
+    expect(odd).toMatch(/^Odd {2}\[31mtitle x+…$/);
   });
 
   it("an answer over the message limit fails that call only; the server stays usable", async () => {
