@@ -58,7 +58,7 @@ export async function mcpCommand(argv: readonly string[], io: Io): Promise<numbe
 /** What the client (and its model) is told about this server: how to use it, and what is missing. */
 function instructions(runtime: Runtime): string {
   const lines = [
-    "Write a JavaScript program and run it with ptc_run_code: inside it, await tools.<name>(args) calls the tools listed in that tool's description, and only text(...) output comes back to you. Background subagents: ptc_subagent, ptc_task_list, ptc_task_output, ptc_task_stop. Workflows (graphs of tool and agent nodes, checked against result views before they run): ptc_workflow.",
+    "Write a JavaScript program and run it with ptc_run_code: inside it, await tools.<name>(args) calls the tools listed in that tool's description, and only text(...) output comes back to you. Background subagents: ptc_subagent, ptc_task_wait (wait for them in one call), ptc_task_list, ptc_task_output, ptc_task_stop. Workflows (graphs of tool and agent nodes, checked against result views before they run): ptc_workflow.",
   ];
   const connected = runtime.upstreams.servers.filter((server) => server.status === "connected");
   if (connected.length > 0) lines.push(`Upstream MCP servers bound in programs: ${connected.map((server) => `tools.${server.name}.* (${server.tools.length} tools)`).join(", ")}.`);

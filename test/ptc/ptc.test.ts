@@ -105,7 +105,7 @@ describe("ptc_subagent", () => {
     expect(r.sc).toStrictEqual({ task_id: id, status: "running", report_channel: "none" });
     expect([Object.hasOwn(r.sc, "usage"), Object.hasOwn(r.sc, "exit_code")]).toStrictEqual([false, false]);
     expect(r.content).toStrictEqual([
-      { type: "text", text: `Started background task ${id} (agent gated), status running. Poll it with ptc_task_output({ task_id: "${id}" }).\nusage: not recorded` },
+      { type: "text", text: `Started background task ${id} (agent gated), status running. Wait for it with ptc_task_wait({ task_ids: ["${id}"] }), then read it with ptc_task_output.\nusage: not recorded` },
     ]);
     const d = r.details as { task: Record<string, unknown> };
     expect([d.task.id, d.task.background, typeof d.task.createdAt, Object.hasOwn(d.task, "outputPreview")]).toStrictEqual([id, true, "number", true]);
