@@ -178,6 +178,10 @@ export class ToolCallTrace {
   }
 }
 
+function pick(attributes: Attributes, keys: readonly string[]): Attributes {
+  return Object.fromEntries(keys.filter((k) => attributes[k] !== undefined).map((k) => [k, attributes[k]]));
+}
+
 function taskEndAttributes(r: TaskRecord): Attributes {
   const attributes: Attributes = { "codemode.task.status": r.status, "codemode.task.output_bytes": r.outputBytes };
   if (r.exitCode !== undefined) attributes["codemode.task.exit_code"] = r.exitCode;
@@ -252,11 +256,12 @@ export class TaskTrace {
   finished(r: TaskRecord): void {
     if (this.ended) return;
     this.ended = true;
-    const attributes = this.span.isRecording() || this.run?.isRecording() ? taskEndAttributes(r) : {};
     const failed = r.status === "failed" || r.status === "lost";
+    // The run span says how the driver ended; the task span also what the task cost.
     for (const span of this.run ? [this.run, this.span] : [this.span]) {
       if (span.isRecording()) {
-        span.setAttributes(attributes);
+        const all = taskEndAttributes(r);
+        span.setAttributes(span === this.span ? all : pick(all, ["codemode.task.status", "codemode.task.exit_code", "codemode.task.duration_ms"]));
         if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: r.errorMessage ?? r.status });
       }
       span.end();
