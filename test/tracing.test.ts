@@ -2,6 +2,8 @@
 // of programs, tool calls and tasks, their attributes, the full record (redacted as the postCall
 // hook redacts it), and the trace context a command agent gets.
 import { afterEach, describe, expect, it } from "vitest";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { trace, SpanStatusCode } from "@opentelemetry/api";
 import { AlwaysOffSampler, BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { createCodemode, defineTool, z, type Codemode, type CodemodeOptions } from "../src/index.js";
@@ -269,6 +271,39 @@ text(w.timed_out + " " + s.status);`);
     expect(result.content).toStrictEqual([{ type: "text", text: "ada" }]);
     const [run] = tree(exporter.getFinishedSpans()) as [Node];
     expect(run.children.map(shape)).toStrictEqual([["execute_tool ptc_workflow", [["codemode.task", [["codemode.task.run", [["execute_tool lookup", []]]]]]]]]);
+  });
+
+  it("an openai agent's tool calls are spans under its task's run span", async () => {
+    // A local server speaking chat completions: first a call of lookup, then the answer.
+    const replies = [
+      { tool_calls: [{ id: "c1", type: "function", function: { name: "lookup", arguments: '{"who":"ada"}' } }] },
+      { content: "found ada" },
+    ];
+    const server = createServer((req, res) => {
+      req.resume().on("end", () => {
+        const message = { role: "assistant", ...replies.shift() };
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [{ index: 0, message }], usage: { prompt_tokens: 5, completion_tokens: 2 } }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const { exporter, tracer } = recorder();
+      const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+      const cm = await open({ tracer, agents: [{ name: "oa", description: "d", driver: "openai", model: "m", baseUrl, tools: ["lookup"] }] });
+      const result = await cm.run(`text((await tools.ptc_subagent({ agent: "oa", task: "find ada" })).status)`);
+      expect(result.content).toStrictEqual([{ type: "text", text: "succeeded" }]);
+      const [run] = tree(exporter.getFinishedSpans()) as [Node];
+      expect(run.children.map(shape)).toStrictEqual([["execute_tool ptc_subagent", [["codemode.task", [["codemode.task.run", [["execute_tool lookup", []]]]]]]]]);
+      const call = run.children[0]!.children[0]!.children[0]!.children[0]!;
+      // A model read this call's result: its text is there, redacted like the record.
+      expect(call.events.map(([name, attributes]) => [name, attributes["codemode.record.json"] ?? attributes["codemode.model_text.content"]])).toStrictEqual([
+        ["codemode.tool.record", '{"name":"ada"}'],
+        ["codemode.model_text", '{"name":"ada"}'],
+      ]);
+      expect(run.children[0]!.children[0]!.attributes).toMatchObject({ "codemode.task.usage.input_tokens": 10, "codemode.task.usage.output_tokens": 4, "codemode.task.usage.turns": 2 });
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 
   it("refuses a tracer that is not one, naming the option", async () => {
