@@ -1,9 +1,10 @@
 // ptc_task_wait on a task host of function agents: every way a wait ends, what each channel says,
 // and the refusals. End-to-end programs that wait are in wait-e2e.test.ts.
 import { describe, it, expect, afterEach } from "vitest";
-import { assertViewSubset, invokeTool, ToolError, type Tool, type ToolCallResult, type ToolContext } from "../../src/tools/index.js";
+import { assertViewSubset, type Tool, type ToolContext } from "../../src/tools/index.js";
 import { AgentRegistry, TaskHost, memoryTaskStore, type AgentInput } from "../../src/tasks/index.js";
 import { ptcTools, toSnake } from "../../src/ptc/index.js";
+import { callTool, refusalOf } from "./helpers.js";
 
 /** Gates by task text: a "gated" task ends when its gate is opened (or it is stopped). */
 const gates = new Map<string, () => void>();
@@ -42,21 +43,8 @@ function setup(opts: { maxRunning?: number } = {}) {
 
 const ctx = (extra: Partial<ToolContext> = {}): ToolContext => ({ signal: new AbortController().signal, callId: "c", runId: "r", depth: 0, ...extra });
 
-async function call(tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx()): Promise<ToolCallResult & { sc: Record<string, unknown> }> {
-  const r = await invokeTool(tool, input, { ctx: c, development: true });
-  expect(JSON.parse(JSON.stringify(r.structuredContent))).toStrictEqual(r.structuredContent);
-  return { ...r, sc: r.structuredContent! };
-}
-
-async function refusal(tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx()): Promise<ToolError> {
-  try {
-    await invokeTool(tool, input, { ctx: c });
-  } catch (err) {
-    expect(err).toBeInstanceOf(ToolError);
-    return err as ToolError;
-  }
-  throw new Error("expected a rejection");
-}
+const call = (tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx(), outputBudget?: number) => callTool(tool, input, c, outputBudget);
+const refusal = (tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx()) => refusalOf(tool, input, c);
 
 async function spawn(tools: Record<string, Tool>, task: string, c: ToolContext = ctx()): Promise<string> {
   return (await call(tools.ptc_subagent!, { agent: "gated", task, background: true, label: task }, c)).sc.task_id as string;
