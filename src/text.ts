@@ -65,3 +65,18 @@ export function wellFormed(text: string): string {
   const s = text as WellFormedString;
   return s.isWellFormed() ? text : s.toWellFormed();
 }
+
+/**
+ * A description's first line as one short line for a listing: cut at `maxChars` on a word
+ * boundary (or at its first sentence when that fits) with "…", control characters turned into
+ * spaces so a description cannot break the line it is shown on.
+ */
+export function summaryLine(text: string, maxChars = 100): string {
+  const line = (text.trim().split(/\r?\n/, 1)[0] ?? "").replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ").trim();
+  if (line.length <= maxChars) return line;
+  const sentence = /^.*?[.!?](?=\s)/.exec(line.slice(0, maxChars))?.[0];
+  if (sentence !== undefined && sentence.length >= maxChars / 3) return sentence;
+  const cut = line.slice(0, maxChars - 1).replace(/[\ud800-\udbff]$/, "");
+  const space = cut.lastIndexOf(" ");
+  return `${(space >= maxChars / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}

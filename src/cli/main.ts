@@ -27,8 +27,8 @@ Usage:
                          tools' result views, or run it as a task with a line per node
   codemode tools [--declarations | --json]
                          the tools a program can call with this configuration
-  codemode mcp [--all-tools]
-                         serve the runtime over MCP on stdio (ptc_run_code, ptc_*, tool_info)
+  codemode mcp [--all-tools] [--no-output-schemas] [--declarations-budget <bytes>]
+                         serve the runtime over MCP on stdio (ptc_run_code, ptc_*, tool_search, tool_info)
   codemode init [--force]
                          write a starter codemode.json, a sample agent and hello.js
   codemode help [command]

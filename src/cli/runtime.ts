@@ -2,7 +2,7 @@
 // dir, the workspace toolset, and the tools of upstream MCP servers.
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { createCodemode, type Codemode } from "../codemode/codemode.js";
+import { createCodemode, type Codemode, type CodemodeOptions } from "../codemode/codemode.js";
 import { connectUpstreams, type Upstreams } from "../mcp/upstream.js";
 import type { Tool } from "../tools/index.js";
 import { ensurePrivateDir } from "../safe-fs.js";
@@ -27,6 +27,8 @@ export interface RuntimeOptions {
   workspaceRoot?: string | null;
   /** Keep tasks and sessions in the configuration's data dir (default true); false: in memory. */
   persist?: boolean;
+  /** Declarations budgets (`CodemodeOptions.declarations`), e.g. from `codemode mcp --declarations-budget`. */
+  declarations?: CodemodeOptions["declarations"];
 }
 
 export async function openRuntime(config: CodemodeConfig, cwd: string, options: RuntimeOptions = {}): Promise<Runtime> {
@@ -52,6 +54,7 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
       // The working directory is always a root; the configuration may add more.
       tasks: { ...(config.tasks.maxOutputBytes !== undefined ? { maxOutputBytes: config.tasks.maxOutputBytes } : {}), ...(config.tasks.cwdRoots ? { cwdRoots: [cwd, ...config.tasks.cwdRoots] } : {}) },
       ...(options.warm === false ? { workers: { min: 0 } } : {}),
+      ...(options.declarations ? { declarations: options.declarations } : {}),
     });
   } catch (error) {
     await upstreams.close();

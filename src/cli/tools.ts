@@ -4,20 +4,32 @@ import { parseArgs, UsageError } from "./args.js";
 import { loadConfig } from "./config.js";
 import { EXIT_OK, write, type Io } from "./io.js";
 import { openRuntime } from "./runtime.js";
+import { summaryLine } from "../text.js";
 
-export const TOOLS_HELP = `Usage: codemode tools [--declarations | --json] [--config <file>]
+export const TOOLS_HELP = `Usage: codemode tools [--declarations [--declarations-budget <bytes>] | --json] [--config <file>]
 
 Lists the tools a program can call (as tools.<name> or tools.<server>.<tool>) with the configured
 workspace and upstream MCP servers, and whether each resolves to a structured result or text.
 
-  --declarations   the TypeScript declarations a model is given (ptc_run_code's description)
+  --declarations   the TypeScript declarations of every tool a program can call, in full
+  --declarations-budget <bytes>
+                   at most this many bytes: what fits in full, the rest by name and one line,
+                   as ptc_run_code's description does within its budget (default 8000)
   --json           the tool descriptors (id, description, input/output JSON Schemas)
 `;
+
+/** A --declarations-budget value: whole bytes, at least 256 (room for the notes and a few tools). */
+export function declarationsBudget(command: string, raw: string): number {
+  const bytes = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < 256) throw new UsageError(`${command}: --declarations-budget must be a whole number of bytes, at least 256; got "${raw}"`);
+  return bytes;
+}
 
 export async function toolsCommand(argv: readonly string[], io: Io): Promise<number> {
   const { flags, positionals } = parseArgs("codemode tools", argv, {
     declarations: { type: "boolean" },
     json: { type: "boolean" },
+    "declarations-budget": { type: "string", value: "<bytes>" },
     config: { type: "string", value: "<file>" },
     help: { type: "boolean" },
   });
@@ -27,12 +39,14 @@ export async function toolsCommand(argv: readonly string[], io: Io): Promise<num
   }
   if (positionals.length > 0) throw new UsageError(`codemode tools: takes no arguments, got ${positionals.join(" ")}`);
   if (flags.declarations && flags.json) throw new UsageError("codemode tools: give --declarations or --json, not both");
+  if (flags["declarations-budget"] !== undefined && !flags.declarations) throw new UsageError("codemode tools: --declarations-budget goes with --declarations");
+  const budget = flags["declarations-budget"] === undefined ? Infinity : declarationsBudget("codemode tools", flags["declarations-budget"] as string);
   const runtime = await openRuntime(loadConfig(io.cwd, flags.config as string | undefined), io.cwd);
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
     const { cm } = runtime;
     if (flags.declarations) {
-      await write(io.stdout, cm.declarations() + "\n");
+      await write(io.stdout, cm.declarations({ budgetBytes: budget }) + "\n");
     } else if (flags.json) {
       await write(io.stdout, JSON.stringify(cm.tools, null, 2) + "\n");
     } else {
@@ -40,7 +54,7 @@ export async function toolsCommand(argv: readonly string[], io: Io): Promise<num
       const rows = cm
         .toolList()
         .filter((tool) => tool.name !== "ptc_run_code")
-        .map((tool) => [`tools.${tool.path.join(".")}`, tool.hasOutput ? "structured" : "text", firstLine(tool.description)] as const);
+        .map((tool) => [`tools.${tool.path.join(".")}`, tool.hasOutput ? "structured" : "text", summaryLine(tool.description)] as const);
       const width = Math.max(...rows.map(([path]) => path.length));
       await write(io.stdout, rows.map(([path, kind, text]) => `${path.padEnd(width)}  ${kind.padEnd(10)}  ${text}`).join("\n") + "\n");
     }
@@ -48,9 +62,4 @@ export async function toolsCommand(argv: readonly string[], io: Io): Promise<num
   } finally {
     await runtime.close();
   }
-}
-
-function firstLine(text: string): string {
-  const line = text.split("\n")[0]!.trim();
-  return line.length > 100 ? `${line.slice(0, 99)}…` : line;
 }

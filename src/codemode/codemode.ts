@@ -12,6 +12,8 @@ import {
   renderDeclarations,
   toIdentifier,
   toolInfoTool,
+  toolSearchTool,
+  TOOL_SEARCH_TOOL,
   toTool,
   ToolError,
   type ResultView,
@@ -76,7 +78,16 @@ export interface CodemodeOptions {
     /** Memory a worker may keep for its warm sessions after runs (default 8 MiB); past it the worker is replaced, freeing it. */
     idleBytes?: number;
   };
+  /**
+   * Bytes of TypeScript declarations per reader: `prompt`, what ptc_run_code's description carries
+   * and cm.declarations() gives by default (8,000); `search`, what one tool_search answer with
+   * `declarations: true` may carry (24,000). Past a budget tools are listed by name and one line.
+   */
+  declarations?: { prompt?: number; search?: number };
 }
+
+/** The default declarations budgets (bytes) per reader; see `CodemodeOptions.declarations`. */
+export const DEFAULT_DECLARATIONS_BUDGETS: Readonly<{ prompt: number; search: number }> = Object.freeze({ prompt: 8_000, search: 24_000 });
 
 export interface RunOptions {
   timeoutMs?: number;
@@ -99,6 +110,8 @@ export interface InternalRunOptions extends RunOptions {
   ephemeralSession?: boolean;
   /** Where the run's span goes (a task's run span, the ptc_run_code call's); default the runtime's tracer under the active context. */
   trace?: TraceScope;
+  /** Sees the program's text() output as it is flushed during the run (ptc_run_code's progress). */
+  onOutput?: (chunks: readonly string[]) => void;
 }
 
 const DEFAULT_SESSION = "default";
@@ -109,6 +122,8 @@ export class Codemode {
   private readonly hostTools: Tool[] = [];
   private readonly runtimeTools: Tool[] = [];
   private toolPaths = new Map<string, Tool>();
+  /** The tools a task's run may call (its agent's allow-list), while it runs: what tool_info and tool_search show it. */
+  private readonly taskFilters = new Map<string, (path: string, tool: Tool) => boolean>();
 
   /** @internal use createCodemode() */
   constructor(
@@ -145,6 +160,12 @@ export class Codemode {
     return [...this.runtimeTools, ...this.hostTools];
   }
 
+  /** @internal the tools a call can see: all of them, or for a task's run what its agent allows. */
+  visibleTools(ctx: { taskId?: string }): Tool[] {
+    const filter = ctx.taskId === undefined ? undefined : this.taskFilters.get(ctx.taskId);
+    return filter ? this.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL && filter(toolPath(tool), tool)) : this.toolList();
+  }
+
   /** Descriptors of every tool a model can call, the runtime's own included. */
   get tools(): ToolDescriptor[] {
     return this.toolList().map(describeTool);
@@ -173,6 +194,8 @@ export class Codemode {
     const traced = parentTrace && RunTrace.start(parentTrace, { runId, session, depth: options.depth ?? 0, ...(options.taskId !== undefined ? { taskId: options.taskId } : {}) });
     // What the program spawns in the background is recorded under its run, for ptc_task_wait's default.
     this.tasks.beginRun(runId);
+    const filtered = options.allowTools !== undefined && options.taskId !== undefined;
+    if (filtered) this.taskFilters.set(options.taskId!, options.allowTools!);
     const result = await executeRun(
       {
         engine: this.engine,
@@ -185,6 +208,7 @@ export class Codemode {
           stored = true;
         },
         ...(traced ? { trace: traced.scope } : {}),
+        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
       },
       {
         runId,
@@ -200,7 +224,10 @@ export class Codemode {
     ).catch((error: unknown) => {
       traced?.fail(error);
       throw error;
-    }).finally(() => this.tasks.endRun(runId));
+    }).finally(() => {
+      this.tasks.endRun(runId);
+      if (filtered) this.taskFilters.delete(options.taskId!);
+    });
     if (stored && !options.ephemeralSession) {
       // The program ran and its calls took effect: a failed save is reported, not thrown.
       try {
@@ -213,10 +240,14 @@ export class Codemode {
     return result;
   }
 
-  /** Call a tool directly, as a model would, and get its three channels. Failures are `isError` results. */
-  async callTool(name: string, input: unknown = {}, options: { signal?: AbortSignal } = {}): Promise<ToolCallResult> {
+  /**
+   * Call a tool directly, as a model would, and get its three channels. Failures are `isError`
+   * results. `progress` hears what the tool reports while it runs (`ctx.progress`).
+   */
+  async callTool(name: string, input: unknown = {}, options: { signal?: AbortSignal; progress?: (message: string) => void } = {}): Promise<ToolCallResult> {
     this.assertOpen();
     if (typeof name !== "string") throw new TypeError(`name must be a tool name string, got ${describe(name)}`);
+    if (options.progress !== undefined && typeof options.progress !== "function") throw new TypeError(`options.progress must be a function (message: string) => void, got ${describe(options.progress)}`);
     const tool = this.toolList().find((candidate) => candidate.id === name || candidate.name === name);
     // Content over the budget is cut like run output: head and tail, and the whole text in a spill file.
     const boundOutput = spillingBound(this.spillDir, this.limits.maxSpillBytes);
@@ -226,7 +257,7 @@ export class Codemode {
     try {
       const signal = options.signal ?? new AbortController().signal;
       const result = await invokeTool(tool, input, {
-        ctx: { signal, callId: `direct:${Date.now().toString(36)}`, runId: "direct", depth: 0 },
+        ctx: { signal, callId: `direct:${Date.now().toString(36)}`, runId: "direct", depth: 0, ...(options.progress ? { progress: options.progress } : {}) },
         hooks: this.options.hooks,
         outputBudget: this.limits.outputBudget,
         boundOutput,
@@ -241,9 +272,25 @@ export class Codemode {
     }
   }
 
-  /** TypeScript declarations of the `tools` namespace a program sees, for a model's prompt. */
+  /**
+   * TypeScript declarations of the `tools` namespace a program sees, for a model's prompt (within
+   * the `prompt` budget unless `budgetBytes` says otherwise; Infinity for all of them). Order of
+   * precedence for the budget: tool_search and tool_info (small, and how every other tool's types
+   * are found), then the host's tools (what this runtime was set up for), then the runtime's
+   * others (described by the binding contract, and listed to an MCP client directly).
+   */
   declarations(options: { budgetBytes?: number } = {}): string {
-    return renderDeclarations([...this.toolPaths.values()], options);
+    const reachable = [...this.toolPaths.values()];
+    const host = new Set(this.hostTools);
+    const finders = reachable.filter((tool) => !host.has(tool) && (tool.name === TOOL_SEARCH_TOOL || tool.name === "tool_info"));
+    const ordered = [...finders, ...reachable.filter((tool) => host.has(tool)), ...reachable.filter((tool) => !host.has(tool) && !finders.includes(tool))];
+    return renderDeclarations(ordered, { budgetBytes: options.budgetBytes ?? this.budgets.prompt });
+  }
+
+  /** @internal the declarations budgets in force. */
+  get budgets(): { prompt: number; search: number } {
+    const given = this.options.declarations ?? {};
+    return { prompt: given.prompt ?? DEFAULT_DECLARATIONS_BUDGETS.prompt, search: given.search ?? DEFAULT_DECLARATIONS_BUDGETS.search };
   }
 
   async close(): Promise<void> {
@@ -295,6 +342,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   if (options.tracer !== undefined && !isTracer(options.tracer)) {
     throw new TypeError(`options.tracer must be an OpenTelemetry Tracer (e.g. trace.getTracer("my-app") from @opentelemetry/api), got ${describe(options.tracer)}`);
   }
+  checkDeclarationBudgets(options.declarations);
   const workers = options.workers ?? {};
   for (const key of ["max", "min"] as const) {
     const value = workers[key];
@@ -361,7 +409,8 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   const cm = new Codemode(engine, limits, options, spill, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
   try {
     const workflow = ptcWorkflowTool({ host: tasks, tools: () => cm.toolList(), hooks: options.hooks, development: options.development ?? false, limits });
-    cm.addTools([...ptcTools(tasks), workflow, toolInfoTool(() => cm.toolList())], "runtime");
+    const searchable = (ctx: { taskId?: string }) => cm.visibleTools(ctx).filter((tool) => tool.name !== RUN_CODE_TOOL);
+    cm.addTools([...ptcTools(tasks), workflow, toolInfoTool((ctx) => cm.visibleTools(ctx)), toolSearchTool(searchable, { declarationsBudget: cm.budgets.search })], "runtime");
     cm.addTools(tools, "host");
     // Last, so its description can carry the declarations of every tool a program can reach.
     cm.addTools([runCodeTool(cm, cm.declarations())], "runtime");
@@ -378,6 +427,17 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     ...(readOnlyTools ? { readOnlyTools } : {}),
   });
   return cm;
+}
+
+function checkDeclarationBudgets(value: CodemodeOptions["declarations"]): void {
+  if (value === undefined) return;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError(`options.declarations must be an object { prompt?, search? } of byte budgets, got ${describe(value)}`);
+  for (const [key, bytes] of Object.entries(value)) {
+    if (key !== "prompt" && key !== "search") throw new TypeError(`options.declarations.${key} is not a declarations budget; known: prompt, search`);
+    if (bytes !== undefined && bytes !== Infinity && (!Number.isInteger(bytes) || bytes < 256)) {
+      throw new RangeError(`options.declarations.${key} must be an integer number of bytes ≥ 256 (or Infinity), got ${describe(bytes)}`);
+    }
+  }
 }
 
 function checkRunOptions(options: RunOptions, where: string): InternalRunOptions {

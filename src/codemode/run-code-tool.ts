@@ -4,6 +4,7 @@
 import { z } from "zod";
 import { defineTool, type Tool } from "../tools/index.js";
 import type { Codemode } from "./codemode.js";
+import { formatBytes, summaryLine } from "../text.js";
 
 export const RUN_CODE_TOOL = "ptc_run_code";
 
@@ -35,6 +36,9 @@ Top-level await works; \`return\` ends the program with a value.
 export function runCodeTool(cm: Codemode, declarations: string): Tool {
   return defineTool({
     name: RUN_CODE_TOOL,
+    title: "Run a codemode program",
+    // A program may call every bound tool (write_file, upstream servers) and spawn subagents.
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     description: `${BINDING_CONTRACT}\n\nTools a program can call:\n${declarations}`,
     input: z.object({
       code: z.string().min(1).describe("The JavaScript program"),
@@ -43,8 +47,37 @@ export function runCodeTool(cm: Codemode, declarations: string): Tool {
     }),
     output: runOutput,
     execute: async (input, ctx) => {
-      const result = await cm.runInternal(input.code, { timeoutMs: input.timeout_ms, session: input.session, signal: ctx.signal, depth: ctx.depth, taskId: ctx.taskId, ...(ctx.trace ? { trace: ctx.trace } : {}) });
+      const onOutput = ctx.progress ? outputProgress(ctx.progress) : undefined;
+      const result = await cm.runInternal(input.code, {
+        timeoutMs: input.timeout_ms,
+        session: input.session,
+        signal: ctx.signal,
+        depth: ctx.depth,
+        taskId: ctx.taskId,
+        ...(onOutput ? { onOutput } : {}),
+        ...(ctx.trace ? { trace: ctx.trace } : {}),
+      });
       return { output: result.structuredContent, modelOutput: result.content.map((block) => block.text).join("\n"), details: result.details };
     },
   });
+}
+
+/** What a listener hears of a running program: how much it has printed and its latest line. */
+function outputProgress(report: (message: string) => void): (chunks: readonly string[]) => void {
+  let bytes = 0;
+  let blocks = 0;
+  return (chunks) => {
+    for (const chunk of chunks) bytes += Buffer.byteLength(chunk) + (blocks++ > 0 ? 1 : 0);
+    const last = lastLine(chunks);
+    report(`output so far: ${formatBytes(bytes)}${last === undefined ? "" : `, last line: ${summaryLine(last, 200)}`}`);
+  };
+}
+
+/** The last non-blank line, read from the end of the output only (a flush may hold megabytes). */
+function lastLine(chunks: readonly string[]): string | undefined {
+  for (let i = chunks.length - 1; i >= 0; i--) {
+    const tail = chunks[i]!.slice(-4096).trimEnd();
+    if (tail !== "") return tail.slice(tail.lastIndexOf("\n") + 1);
+  }
+  return undefined;
 }

@@ -40,6 +40,8 @@ export interface RunEnvironment {
   onStored?: () => void;
   /** Where the program's tool calls put their spans (the run's span); absent when nothing is traced. */
   trace?: TraceScope;
+  /** Sees text() output as the program flushes it, while it runs (progress for a client). */
+  onOutput?: (chunks: readonly string[]) => void;
 }
 
 export interface RunSettings {
@@ -110,6 +112,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     },
     onFlush(text: string[], lines: ConsoleLine[]) {
       if (text.length) output.append(text);
+      if (text.length) env.onOutput?.(text);
       for (const line of lines) if (consoleLines.length < CONSOLE_LINES) consoleLines.push(line);
     },
     onStore(key: string, json: string | undefined) {

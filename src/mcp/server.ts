@@ -1,14 +1,18 @@
 // `codemode mcp`: the runtime as an MCP server on stdio (official SDK). Every tool the runtime
-// offers a model (`cm.tools`: ptc_run_code, tool_info and whatever the runtime adds, e.g. the
-// ptc_* task tools) is listed with its input schema and, where it has one, its output schema.
-// Calls go through `cm.callTool`, so a failure is an `isError` result with a fixable message.
+// offers a model (ptc_run_code, the ptc_* task tools, tool_info, tool_search, and the host's
+// tools unless hidden) is listed with its title, annotations, input schema and, unless the server
+// is told to advertise none, its output schema. Calls go through `cm.callTool`, so a failure is an
+// `isError` result with a fixable message; a call with a progressToken hears how it is going.
 import type { Readable, Writable } from "node:stream";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool as McpTool } from "@modelcontextprotocol/sdk/types.js";
 import type { Codemode } from "../codemode/codemode.js";
-import type { ToolCallResult, ToolDescriptor } from "../tools/index.js";
+import { RUN_CODE_TOOL } from "../codemode/run-code-tool.js";
+import { describeTool, type Tool, type ToolCallResult, type ToolDescriptor } from "../tools/index.js";
+import { WORKFLOW_TOOL } from "../workflow/index.js";
 import { packageVersion } from "../package-files.js";
+import { CallProgress } from "./progress.js";
 
 export interface McpServeOptions {
   /** Tool ids to leave out of the listing (tools bound only for programs). */
@@ -17,7 +21,17 @@ export interface McpServeOptions {
   stdout?: Writable;
   /** Short text for the client about what this server is. */
   instructions?: string;
+  /**
+   * Advertise each tool's output schema (default true). false lists none (seed 000: a smaller
+   * catalog; the contracts stay readable with tool_info); results still carry structuredContent.
+   */
+  outputSchemas?: boolean;
+  /** Least time between two progress notifications of one call (default 250 ms). */
+  progressIntervalMs?: number;
 }
+
+/** The tools that start subagent tasks: their progress includes those tasks' status and output. */
+const TASK_STARTING_TOOLS = new Set([RUN_CODE_TOOL, "ptc_subagent", WORKFLOW_TOOL]);
 
 /**
  * What a failed call's structuredContent holds (`errorResult`): `{ error: { code, reason?,
@@ -37,13 +51,23 @@ const ERROR_RECORD_SCHEMA = {
   additionalProperties: false,
 };
 
-/** The MCP listing entry of one descriptor. */
-export function mcpToolOf(descriptor: ToolDescriptor): McpTool {
+/**
+ * The MCP listing entry of one tool: its descriptor's schemas, and its title and annotations when
+ * its definition states them (a tool that states none is listed claiming nothing).
+ */
+export function mcpToolOf(runtimeTool: Tool, options: { outputSchemas?: boolean } = {}): McpTool {
+  const descriptor: ToolDescriptor = describeTool(runtimeTool);
   const tool: McpTool = {
     name: descriptor.id,
     description: descriptor.description,
     inputSchema: { type: "object", ...descriptor.input_schema } as McpTool["inputSchema"],
   };
+  if (runtimeTool.title !== undefined) tool.title = runtimeTool.title;
+  // annotations.title too: clients of the 2025-03-26 revision read the title only there.
+  if (runtimeTool.annotations !== undefined || runtimeTool.title !== undefined) {
+    tool.annotations = { ...(runtimeTool.title !== undefined ? { title: runtimeTool.title } : {}), ...runtimeTool.annotations };
+  }
+  if (options.outputSchemas === false) return tool;
   if (descriptor.output_views) {
     // `result_view: "full"` returns the full record: either view is a valid result, and so is the
     // error record of a failed call, so a client receives its code and fields (task_id) too.
@@ -80,8 +104,13 @@ export function createMcpServer(cm: Codemode, options: McpServeOptions = {}): Se
     { capabilities: { tools: {} }, ...(options.instructions ? { instructions: options.instructions } : {}) },
   );
   // The tool set is fixed for the runtime's life: describe it once, not on every call.
-  const tools: McpTool[] = cm.tools.filter((descriptor) => !options.hide?.has(descriptor.id)).map(mcpToolOf);
+  const tools: McpTool[] = cm
+    .toolList()
+    .filter((tool) => !options.hide?.has(tool.id))
+    .map((tool) => mcpToolOf(tool, { outputSchemas: options.outputSchemas }));
   const listed = (): McpTool[] => tools;
+  const interval = options.progressIntervalMs ?? 250;
+  if (!Number.isInteger(interval) || interval < 1) throw new TypeError(`createMcpServer: "progressIntervalMs" must be a positive integer, received ${String(interval)}`);
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listed() }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args } = request.params;
@@ -90,8 +119,20 @@ export function createMcpServer(cm: Codemode, options: McpServeOptions = {}): Se
       const names = listed().map((candidate) => candidate.name);
       return { content: [{ type: "text", text: `no tool named "${name}"; this server offers: ${names.join(", ")}` }], isError: true };
     }
-    const result = await cm.callTool(name, args ?? {}, { signal: extra.signal });
-    return mcpResultOf(result, !acceptsErrorRecord(tool));
+    const token = request.params._meta?.progressToken;
+    if (token === undefined) return mcpResultOf(await cm.callTool(name, args ?? {}, { signal: extra.signal }), !acceptsErrorRecord(tool));
+    const progress = new CallProgress(
+      TASK_STARTING_TOOLS.has(name) ? cm.tasks : undefined,
+      (update) => extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, ...update } }),
+      interval,
+    );
+    progress.start();
+    try {
+      const result = await cm.callTool(name, args ?? {}, { signal: extra.signal, progress: progress.report });
+      return mcpResultOf(result, !acceptsErrorRecord(tool));
+    } finally {
+      await progress.finish();
+    }
   });
   return server;
 }

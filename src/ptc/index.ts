@@ -106,6 +106,9 @@ export function ptcSubagentTool(host: TaskHost): Tool {
   type Out = z.input<typeof compact> & { task: SnakeRecord; output_tail?: string };
   return defineTool({
     name: "ptc_subagent",
+    title: "Run a subagent",
+    // A command agent is a process that may do anything its CLI does.
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     description:
       "Spawn a subagent on a task. Foreground (default) waits and returns its result; background: true returns a task_id at once (status running or queued); wait for it with ptc_task_wait. A failed foreground child rejects with its task id.",
     input: z.object({
@@ -194,6 +197,8 @@ export function ptcTaskListTool(host: TaskHost): Tool {
   type Out = { tasks: SnakeRecord[]; count: number };
   return defineTool({
     name: "ptc_task_list",
+    title: "List subagent tasks",
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     description: `List subagent tasks, oldest first (the most recent \`limit\`, default ${DEFAULT_LIST_LIMIT}), optionally filtered by status.`,
     input: z.object({
       status: z.array(statusSchema).optional().describe('e.g. ["running", "queued"]'),
@@ -232,6 +237,8 @@ export function ptcTaskOutputTool(host: TaskHost): Tool {
   type Out = z.input<typeof compact> & { task: SnakeRecord; output_starts_mid_line?: boolean };
   return defineTool({
     name: "ptc_task_output",
+    title: "Read a task's output",
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     description: "Read a task's output (from since_bytes, a UTF-8 byte offset such as the output_bytes of the previous read), its current status, report and usage.",
     input: z.object({ task_id: z.string().min(1), since_bytes: z.number().int().min(0).optional() }),
     views: { compact, full: compact.extend({ task: taskRecordSchema }) },
@@ -281,6 +288,9 @@ export function ptcTaskStopTool(host: TaskHost): Tool {
   type Out = z.input<typeof compact> & { task: SnakeRecord };
   return defineTool({
     name: "ptc_task_stop",
+    title: "Stop a task",
+    // The task's unfinished work is lost; stopping a task that has ended changes nothing.
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     description: "Stop a queued or running task (SIGTERM, then SIGKILL after a grace period); the tasks it spawned are stopped too.",
     input: z.object({ task_id: z.string().min(1), reason: z.string().optional() }),
     views: { compact, full: compact.extend({ task: taskRecordSchema }) },
@@ -332,6 +342,8 @@ export function ptcTaskWaitTool(host: TaskHost): Tool {
   type Out = { tasks: SnakeRecord[]; done: string[]; pending: string[]; timed_out: boolean; waited_ms: number; ended_by?: "timeout_ms" | "deadline" };
   return defineTool({
     name: "ptc_task_wait",
+    title: "Wait for tasks",
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     description:
       'Wait for background tasks in one call instead of polling: returns as soon as all (until "all", the default) or any (until "any") of task_ids have ended — default: the background tasks this program spawned — or at timeout_ms, or shortly before the program\'s deadline (timed_out: true; the run does not fail). tasks are ptc_task_list rows; done and pending list ids. A waiting task holds no running slot, so the tasks it waits for can run.',
     input: z.object({
@@ -361,6 +373,8 @@ export function ptcTaskWaitTool(host: TaskHost): Tool {
           endAt,
           signal: ctx.signal,
           ...(ctx.taskId !== undefined ? { waiterTaskId: ctx.taskId } : {}),
+          // A client listening for progress hears of each task as it ends.
+          ...(ctx.progress ? { onEnd: (r: TaskRecord) => ctx.progress!(`task ${r.id} (${r.agent}, "${r.label}"): ${r.status}`) } : {}),
         });
         const tasks = records.map((r) => listRow(toSnake(r)));
         const pending = tasks.filter((t) => !isTerminal(t.status)).map((t) => t.id);

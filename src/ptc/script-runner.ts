@@ -32,8 +32,8 @@ export interface ScriptRunnerOptions {
   readOnlyTools?: readonly string[];
 }
 
-/** Task tools every script child may use to look at tasks. */
-const TASK_READ_TOOLS = ["ptc_task_list", "ptc_task_output", "ptc_task_wait", "tool_info"];
+/** Tools every script child may use to look at (and wait for) tasks and at the tools there are. */
+const TASK_READ_TOOLS = ["ptc_task_list", "ptc_task_output", "ptc_task_wait", "tool_info", "tool_search"];
 /** Spawning and stopping change the world; a read-only child could escape its tier through a writable subagent. */
 const TASK_WRITE_TOOLS = ["ptc_subagent", "ptc_task_stop"];
 

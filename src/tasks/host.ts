@@ -141,6 +141,8 @@ export interface WaitOptions {
    * for can run in it; it takes the slot back the moment its wait ends (see `yieldSlot`).
    */
   waiterTaskId?: string;
+  /** Told of each awaited task that ends while the wait lasts (a caller's progress). */
+  onEnd?: (record: TaskRecord) => void;
 }
 
 export interface WaitResult {
@@ -478,7 +480,9 @@ export class TaskHost {
     let stop!: (outcome: WaitResult["outcome"]) => void;
     const stopped = new Promise<WaitResult["outcome"]>((resolve) => (stop = resolve));
     const onEnd = (id: string): void => {
-      if (pending.delete(id) && holds()) stop("ended");
+      if (!pending.delete(id)) return;
+      options.onEnd?.(this.get(id)!);
+      if (holds()) stop("ended");
     };
     const onAbort = (): void => stop("aborted");
     const timer = setTimeout(() => stop("timed_out"), Math.max(0, options.endAt - Date.now()));

@@ -2,6 +2,7 @@ import { toolInternals, type Tool } from "./define.js";
 import { describeValue } from "./errors.js";
 import { isIdentifier } from "./identifiers.js";
 import { isPlainObject } from "./json.js";
+import { summaryLine } from "../text.js";
 
 /**
  * TypeScript declarations of the `tools` namespace, for a model's prompt: it writes better
@@ -10,6 +11,8 @@ import { isPlainObject } from "./json.js";
  */
 
 export const DEFAULT_DECLARATIONS_BUDGET = 24_000;
+/** How much of a description a tool declared with one line keeps. */
+const BRIEF_CHARS = 100;
 
 type Schema = Record<string, unknown> | boolean;
 /** `#/$defs/<name>` → the type alias that renders it. */
@@ -173,9 +176,11 @@ function renderTool(tool: Tool, indent: string): string {
   return out;
 }
 
-function looseTool(tool: Tool, indent: string): string {
+/** A tool past the budget for full declarations: a signature that still type-checks and its one line. */
+function briefTool(tool: Tool, indent: string): string {
   const fn = tool.path[tool.path.length - 1]!;
-  return `${indent}function ${fn}(args?: Record<string, unknown>): Promise<unknown>;\n`;
+  // A line comment: summaryLine leaves no line break (nor U+2028/U+2029) that could end it early.
+  return `${indent}function ${fn}(args?: object): Promise<unknown>; // ${summaryLine(tool.description, BRIEF_CHARS)}\n`;
 }
 
 interface Group {
@@ -197,15 +202,18 @@ function group(tools: readonly Tool[]): Group {
 }
 
 /**
- * The whole `declare namespace tools { … }` text. Tools are rendered in order while they fit in
- * `budgetBytes`; the rest are declared loosely by name (they still type-check) under a note that
- * `tool_info` gives their contracts.
+ * The whole `declare namespace tools { … }` text within `budgetBytes` (default 24,000; Infinity
+ * for no limit). When everything does not fit, every tool is first given one line (its name, a
+ * loose signature and the first line of its description), in the caller's order while they fit,
+ * and the tools that do not fit even so are counted in a note; then the caller's order decides
+ * which of the listed tools get their full declaration. The notes name `tool_info` and
+ * `tool_search` for the rest when they are among `tools`.
  */
 export function renderDeclarations(tools: readonly Tool[], options: { budgetBytes?: number } = {}): string {
   if (!Array.isArray(tools)) throw new TypeError(`renderDeclarations: "tools" must be an array of tools, received ${describeValue(tools)}`);
   const budget = options?.budgetBytes ?? DEFAULT_DECLARATIONS_BUDGET;
-  if (typeof budget !== "number" || !Number.isInteger(budget) || budget < 1) {
-    throw new TypeError(`renderDeclarations: "options.budgetBytes" must be a positive integer, received ${String(budget)}`);
+  if (typeof budget !== "number" || !(Number.isInteger(budget) || budget === Infinity) || budget < 1) {
+    throw new TypeError(`renderDeclarations: "options.budgetBytes" must be a positive integer (or Infinity), received ${String(budget)}`);
   }
   const seen = new Map<string, Tool>();
   for (const [i, tool] of tools.entries()) {
@@ -221,41 +229,66 @@ export function renderDeclarations(tools: readonly Tool[], options: { budgetByte
     if (namespaceTool) throw new TypeError(`renderDeclarations: tool "${namespaceTool.id}" and namespace "${tool.namespace}" both become tools.${tool.path[0]}; rename one`);
   }
 
-  const rendered = new Map(tools.map((tool) => [tool, renderTool(tool, tool.path.length === 1 ? "  " : "    ")]));
+  const indentOf = (tool: Tool): string => (tool.path.length === 1 ? "  " : "    ");
+  const rendered = new Map(tools.map((tool) => [tool, renderTool(tool, indentOf(tool))]));
+  const brief = new Map(tools.map((tool) => [tool, briefTool(tool, indentOf(tool))]));
   const grouped = group(tools);
-  const assemble = (full: Set<Tool>): string => {
-    const body = (list: Tool[], indent: string): string =>
-      list.map((t) => (full.has(t) ? rendered.get(t)! : looseTool(t, indent))).join("");
-    const loose = tools.filter((t) => !full.has(t));
-    let out = "declare namespace tools {\n";
-    if (loose.length > 0) {
-      out += `  // Over the declarations budget, declared by name only: ${loose.map((t) => `tools.${t.path.join(".")}`).join(", ")}.\n`;
-      out += "  // Call tool_info({ tool_id }) for their input and output schemas.\n";
+  const offers = (name: string): boolean => tools.some((t) => t.path.length === 1 && t.name === name);
+  const how = [offers("tool_search") ? "tool_search({ query, declarations: true }) gives their declarations" : "", offers("tool_info") ? "tool_info({ tool_id }) one tool's schemas" : ""].filter(Boolean);
+  const notes = (briefCount: number, omitted: number): string =>
+    (briefCount > 0 ? `  // ${briefCount === tools.length ? "Every tool is" : briefCount === 1 ? "1 tool is" : `${briefCount} tools are`} declared with one line only (over the declarations budget)${how.length > 0 ? `: ${how.join(", ")}` : ""}.\n` : "") +
+    (omitted > 0 ? `  // ${omitted} more tool${omitted === 1 ? " is" : "s are"} not declared here${offers("tool_search") ? ": tool_search({ query }) finds tools by name and description" : ""}.\n` : "");
+  const assemble = (full: ReadonlySet<Tool>, listed: ReadonlySet<Tool>): string => {
+    const body = (list: Tool[]): string => list.map((t) => (full.has(t) ? rendered.get(t)! : listed.has(t) ? brief.get(t)! : "")).join("");
+    let out = `declare namespace tools {\n${notes(tools.filter((t) => listed.has(t) && !full.has(t)).length, tools.length - listed.size)}`;
+    out += body(grouped.tools);
+    for (const [ns, list] of grouped.namespaces) {
+      const inner = body(list);
+      if (inner !== "") out += `  namespace ${ns} {\n${inner}  }\n`;
     }
-    out += body(grouped.tools, "  ");
-    for (const [ns, list] of grouped.namespaces) out += `  namespace ${ns} {\n${body(list, "    ")}  }\n`;
     return `${out}}\n`;
   };
 
-  // Greedy in the caller's order (it lists the tools that matter most first), then exact: drop the
-  // last full rendering until the assembled text fits.
   const everything = new Set(tools);
-  const allText = assemble(everything);
+  const allText = assemble(everything, everything);
   if (Buffer.byteLength(allText) <= budget) return allText;
-  const baseline = Buffer.byteLength(assemble(new Set()));
-  const chosen: Tool[] = [];
-  let estimate = baseline;
-  tools.forEach((tool) => {
-    const extra = Buffer.byteLength(rendered.get(tool)!) - Buffer.byteLength(looseTool(tool, tool.path.length === 1 ? "  " : "    "));
-    if (estimate + extra <= budget) {
+  // Greedy in the caller's order (it lists the tools that matter most first): one line for each
+  // tool that fits, then full declarations in place of lines while they fit; then exact: give up
+  // the last upgrade, or the last line, until the assembled text fits.
+  const namespaceBytes = (ns: string): number => Buffer.byteLength(`  namespace ${ns} {\n  }\n`);
+  // The notes at their longest for the counts they may state: the lines chosen never overflow them.
+  const noteBytes = (omitted: number): number => Math.max(Buffer.byteLength(notes(tools.length, omitted)), Buffer.byteLength(notes(tools.length - 1, omitted)));
+  const listLines = (omittedNote: boolean): Tool[] => {
+    const opened = new Set<string>();
+    const chosen: Tool[] = [];
+    let bytes = Buffer.byteLength("declare namespace tools {\n}\n") + noteBytes(omittedNote ? tools.length : 0);
+    for (const tool of tools) {
+      const ns = tool.path.length > 1 ? tool.path[0]! : undefined;
+      const extra = Buffer.byteLength(brief.get(tool)!) + (ns !== undefined && !opened.has(ns) ? namespaceBytes(ns) : 0);
+      if (bytes + extra > budget) continue;
       chosen.push(tool);
-      estimate += extra;
+      if (ns !== undefined) opened.add(ns);
+      bytes += extra;
     }
-  });
-  let text = assemble(new Set(chosen));
-  while (Buffer.byteLength(text) > budget && chosen.length > 0) {
-    chosen.pop();
-    text = assemble(new Set(chosen));
+    return chosen;
+  };
+  // Without the note of tools left out first: it is there only when some are.
+  let listed = listLines(false);
+  if (listed.length < tools.length) listed = listLines(true);
+  // Exact from here; each upgrade only shortens the notes' counts.
+  let estimate = Buffer.byteLength(assemble(new Set(), new Set(listed)));
+  const full: Tool[] = [];
+  for (const tool of listed) {
+    const extra = Buffer.byteLength(rendered.get(tool)!) - Buffer.byteLength(brief.get(tool)!);
+    if (estimate + extra > budget) continue;
+    full.push(tool);
+    estimate += extra;
+  }
+  let text = assemble(new Set(full), new Set(listed));
+  while (Buffer.byteLength(text) > budget && (full.length > 0 || listed.length > 0)) {
+    if (full.length > 0) full.pop();
+    else listed.pop();
+    text = assemble(new Set(full), new Set(listed));
   }
   return text;
 }

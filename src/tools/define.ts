@@ -6,7 +6,7 @@ import { isPlainObject } from "./json.js";
 import { compileProjector, isZodObject, type Projector } from "./project.js";
 import { jsonSchemaOf, RESULT_VIEW_PROPERTY, schemaView, type SchemaView } from "./schema.js";
 import { checkViewSchemas, type ResidualCheck } from "./view-schemas.js";
-import type { MaybePromise, ResultView, ToolContext, ToolDescriptor, ToolResult } from "./types.js";
+import { TOOL_ANNOTATION_KEYS, type MaybePromise, type ResultView, type ToolAnnotations, type ToolContext, type ToolDescriptor, type ToolResult } from "./types.js";
 
 /** A tool as the runtime holds it: immutable, with everything per-call work needs precomputed. */
 export interface Tool {
@@ -17,6 +17,10 @@ export interface Tool {
   /** Where a program reaches it under `tools`: `["my_tool"]` or `["github", "create_issue"]`. */
   readonly path: readonly string[];
   readonly description: string;
+  /** A short human-readable name for a client's UI ("Read a file"). */
+  readonly title?: string;
+  /** Hints about the tool's effects, for clients (MCP annotations). */
+  readonly annotations?: Readonly<ToolAnnotations>;
   /** Declares an output schema (or views): programs receive `structuredContent`, not text. */
   readonly hasOutput: boolean;
   readonly hasResultViews: boolean;
@@ -67,6 +71,10 @@ interface BaseDefinition<I extends ZObject> {
   /** Groups the tool under `tools.<namespace>` in programs (MCP servers). */
   namespace?: string;
   description: string;
+  /** A short human-readable name for a client's UI. */
+  title?: string;
+  /** Hints about the tool's effects for clients (MCP annotations: readOnlyHint, destructiveHint, idempotentHint, openWorldHint). */
+  annotations?: ToolAnnotations;
   input: I;
 }
 
@@ -103,19 +111,29 @@ export interface PlainToolDefinition {
   description: string;
   /** JSON Schema of the input (e.g. from an MCP server), shown in descriptors and declarations; not enforced here. */
   inputSchema?: Record<string, unknown>;
+  title?: string;
+  annotations?: ToolAnnotations;
   execute(input: Record<string, unknown>, ctx: ToolContext): unknown;
 }
 
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 const NAMESPACE = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
-const DEFINITION_KEYS = new Set(["name", "namespace", "description", "input", "output", "views", "execute", "toModelOutput", "toDetails"]);
-const PLAIN_KEYS = new Set(["name", "namespace", "description", "inputSchema", "execute"]);
+const DEFINITION_KEYS = new Set(["name", "namespace", "description", "title", "annotations", "input", "output", "views", "execute", "toModelOutput", "toDetails"]);
+const PLAIN_KEYS = new Set(["name", "namespace", "description", "title", "annotations", "inputSchema", "execute"]);
 
 function fail(where: string, message: string): never {
   throw new TypeError(`${where}: ${message}`);
 }
 
-function checkIdentity(where: string, def: Record<string, unknown>): { name: string; namespace?: string; description: string } {
+interface Identity {
+  name: string;
+  namespace?: string;
+  description: string;
+  title?: string;
+  annotations?: ToolAnnotations;
+}
+
+function checkIdentity(where: string, def: Record<string, unknown>): Identity {
   const { name, namespace, description } = def;
   if (typeof name !== "string" || !NAME.test(name)) {
     fail(where, `"name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received ${typeof name === "string" ? JSON.stringify(name) : describeValue(name)}`);
@@ -126,7 +144,35 @@ function checkIdentity(where: string, def: Record<string, unknown>): { name: str
   if (typeof description !== "string" || description.trim() === "") {
     fail(where, `"description" must be a non-empty string, received ${typeof description === "string" ? "an empty string" : describeValue(description)}`);
   }
-  return namespace === undefined ? { name, description } : { name, namespace: namespace as string, description };
+  const identity: Identity = namespace === undefined ? { name, description } : { name, namespace: namespace as string, description };
+  const { title, annotations } = def;
+  if (title !== undefined) {
+    if (typeof title !== "string" || title.trim() === "" || title.length > 200) {
+      fail(where, `"title" must be a non-empty string of at most 200 characters, received ${typeof title === "string" ? JSON.stringify(title.slice(0, 60)) : describeValue(title)}`);
+    }
+    identity.title = title;
+  }
+  if (annotations !== undefined) {
+    if (!isPlainObject(annotations)) fail(where, `"annotations" must be an object of boolean hints (${TOOL_ANNOTATION_KEYS.join(", ")}), received ${describeValue(annotations)}`);
+    for (const [key, value] of Object.entries(annotations)) {
+      if (!(TOOL_ANNOTATION_KEYS as readonly string[]).includes(key)) fail(where, `"annotations" has unknown hint "${key}"; known: ${TOOL_ANNOTATION_KEYS.join(", ")}`);
+      if (typeof value !== "boolean") fail(where, `"annotations.${key}" must be true or false, received ${describeValue(value)}`);
+    }
+    identity.annotations = Object.freeze({ ...annotations });
+  }
+  return identity;
+}
+
+/**
+ * The hints of an annotations object from elsewhere (an upstream MCP tool's `annotations`): the
+ * four known ones that are booleans; anything else (its `title`, hints of a later revision, bad
+ * values) is left out, so a server's extras never keep its tool from binding.
+ */
+export function pickAnnotations(value: unknown): ToolAnnotations | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const hints: ToolAnnotations = {};
+  for (const key of TOOL_ANNOTATION_KEYS) if (typeof value[key] === "boolean") hints[key] = value[key] as boolean;
+  return Object.keys(hints).length > 0 ? hints : undefined;
 }
 
 function checkUnknownKeys(where: string, def: Record<string, unknown>, allowed: Set<string>): void {
@@ -150,13 +196,15 @@ function plan(schema: ZObject, field: string, label: string): ViewPlan {
   return { zod: schema, project: compileProjector(schema), label, ...schemaView(schema, `defineTool: "${field}"`) };
 }
 
-function freezeTool(identity: { name: string; namespace?: string; description: string }, hasOutput: boolean, hasResultViews: boolean): Tool {
+function freezeTool(identity: Identity, hasOutput: boolean, hasResultViews: boolean): Tool {
   const tool: Tool = {
     name: identity.name,
     ...(identity.namespace === undefined ? {} : { namespace: identity.namespace }),
     id: identity.namespace === undefined ? identity.name : `${identity.namespace}.${identity.name}`,
     path: Object.freeze(identity.namespace === undefined ? [toIdentifier(identity.name)] : [toIdentifier(identity.namespace), toIdentifier(identity.name)]),
     description: identity.description,
+    ...(identity.title === undefined ? {} : { title: identity.title }),
+    ...(identity.annotations === undefined ? {} : { annotations: identity.annotations }),
     hasOutput,
     hasResultViews,
   };

@@ -1,5 +1,5 @@
 /** The tool contract (SPEC §2, §3, §6): definitions, invocation, channels, descriptors, declarations. */
-export { defineTool, toTool, isTool } from "./define.js";
+export { defineTool, toTool, isTool, pickAnnotations } from "./define.js";
 export type { Tool, ViewsToolDefinition, OutputToolDefinition, TextToolDefinition, PlainToolDefinition } from "./define.js";
 export { invokeTool, invokeToolForProgram, projectViews, assertToolViews } from "./invoke.js";
 export type { InvokeOptions } from "./invoke.js";
@@ -30,4 +30,6 @@ export type {
   PostErrorEvent,
   ToolDescriptor,
   ToolDescriptorView,
+  ToolAnnotations,
 } from "./types.js";
+export { toolSearchTool, TOOL_SEARCH_TOOL, type ToolSearchOptions } from "./tool-search.js";

@@ -3,6 +3,7 @@ import { defineTool, isTool, type Tool } from "./define.js";
 import { describeTool } from "./describe.js";
 import { describeValue, ToolError } from "./errors.js";
 import { closestNames } from "./identifiers.js";
+import type { ToolContext } from "./types.js";
 
 const jsonSchema = z.record(z.string(), z.unknown());
 const view = z.object({ schema: jsonSchema, digest: z.string() });
@@ -28,18 +29,21 @@ export function findTool(tools: readonly Tool[], toolId: string): Tool | undefin
 
 /**
  * The `tool_info` tool: a tool's descriptor on demand, so the catalogue a model sees up front can
- * stay small. `list` is read on every call: tools added after creation are found.
+ * stay small. `list` is read on every call (tools added after creation are found), with the
+ * call's context, so a caller that reaches fewer tools (a task's agent) can be shown only those.
  */
-export function toolInfoTool(list: () => readonly Tool[]): Tool {
+export function toolInfoTool(list: (ctx: ToolContext) => readonly Tool[]): Tool {
   if (typeof list !== "function") throw new TypeError(`toolInfoTool: "list" must be a function returning the tools, received ${describeValue(list)}`);
   return defineTool({
     name: "tool_info",
+    title: "Describe a tool",
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     description:
       "Describe one tool: its input schema and the JSON Schema of what it returns (output_schema is the compact view; output_views lists compact and full for tools that accept result_view).",
     input: z.object({ tool_id: z.string().min(1).describe('The tool id, e.g. "read_file" or "github.create_issue".') }),
     output: z.object({ tool: z.object({ descriptor: descriptorSchema }) }),
-    execute: ({ tool_id }) => {
-      const tools = list();
+    execute: ({ tool_id }, ctx) => {
+      const tools = list(ctx);
       if (!Array.isArray(tools) || !tools.every(isTool)) {
         throw new TypeError(`toolInfoTool: "list" must return an array of tools, received ${describeValue(tools)}`);
       }

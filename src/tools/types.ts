@@ -12,6 +12,8 @@ export interface ToolContext {
   deadline?: number;
   /** Where this call's own spans go (OpenTelemetry: the tracer and the call's span as parent); absent when nothing is traced. */
   trace?: TraceScope;
+  /** Present when someone listens (an MCP client that asked for progress): tell them what the call is doing. */
+  progress?: (message: string) => void;
 }
 
 export interface TextContent {
@@ -102,6 +104,24 @@ export interface ToolDescriptorView {
   schema: Record<string, unknown>;
   digest: string;
 }
+
+/**
+ * What a client may be told about a tool's effects (MCP tool annotations): hints for a UI or an
+ * approval policy, never a guarantee. An absent hint means "not stated" (MCP's defaults are the
+ * cautious ones: not read-only, destructive, not idempotent, open world).
+ */
+export interface ToolAnnotations {
+  /** It changes nothing in its environment. */
+  readOnlyHint?: boolean;
+  /** Not read-only, and it may delete or overwrite what was there. */
+  destructiveHint?: boolean;
+  /** Calling it again with the same arguments has no further effect. */
+  idempotentHint?: boolean;
+  /** It reaches an open world (other processes, the network, agents) rather than a closed domain. */
+  openWorldHint?: boolean;
+}
+
+export const TOOL_ANNOTATION_KEYS: readonly (keyof ToolAnnotations)[] = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"];
 
 /** SPEC §6 descriptor, as `tool_info` returns it. */
 export interface ToolDescriptor {

@@ -74,6 +74,9 @@ export function ptcWorkflowTool(options: WorkflowToolOptions): Tool {
   const { host } = options;
   return defineTool({
     name: WORKFLOW_TOOL,
+    title: "Run a workflow",
+    // Its agent nodes are subagents; validate_only: true runs nothing.
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     description: DESCRIPTION,
     input: z.object({
       workflow: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).describe("The definition object, or its YAML (or JSON) text"),

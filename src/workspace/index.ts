@@ -77,6 +77,8 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
   });
   const readFile = defineTool({
     name: "read_file",
+    title: "Read a file",
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     description: "Read a text file in the workspace, optionally a range of lines (1-based, inclusive).",
     input: z.object({
       path: z.string().describe("Path relative to the workspace root"),
@@ -139,6 +141,8 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
   });
   const listFiles = defineTool({
     name: "list_files",
+    title: "List files",
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     description: "List files in the workspace matching a glob (default all files; node_modules and .git are skipped).",
     input: z.object({
       pattern: z.string().min(1).optional().describe('Glob relative to the root, e.g. "src/**/*.ts" (default "**/*")'),
@@ -165,6 +169,8 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
   });
   const searchFiles = defineTool({
     name: "search_files",
+    title: "Search files",
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     description: "Search text files in the workspace for a regular expression; returns matching lines as rows.",
     input: z.object({
       pattern: z.string().min(1).describe("JavaScript regular expression source, e.g. \"TODO|FIXME\""),
@@ -197,6 +203,9 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
     tools.push(
       defineTool({
         name: "write_file",
+        title: "Write a file",
+        // Replaces the file's content; writing the same content again changes nothing more.
+        annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
         description: "Write a text file in the workspace (creating parent directories), replacing its content.",
         input: z.object({ path: z.string().describe("Path relative to the workspace root"), content: z.string() }),
         views: { compact: writeCompact, full: writeCompact.extend({ lines: z.number().int() }) },

@@ -54,6 +54,27 @@ describe("codemode mcp", () => {
     expect(run.description).toContain("get_item");
     expect(run.description).toContain("read_file");
     expect(tools.some((tool) => tool.name.startsWith("inventory."))).toBe(false);
+    // zod's ±(2^53 - 1) bounds of integers are nowhere in the listing.
+    expect(JSON.stringify(tools)).not.toContain("9007199254740991");
+  });
+
+  it("gives every tool a title and annotations: what it changes, whether again changes more, whether it reaches outside", async () => {
+    const { tools } = await client.listTools();
+    const hints = (readOnlyHint: boolean, destructiveHint: boolean, idempotentHint: boolean, openWorldHint: boolean) => ({ readOnlyHint, destructiveHint, idempotentHint, openWorldHint });
+    const expected: Record<string, [string, ReturnType<typeof hints>]> = {
+      ptc_subagent: ["Run a subagent", hints(false, true, false, true)],
+      ptc_task_list: ["List subagent tasks", hints(true, false, true, false)],
+      ptc_task_output: ["Read a task's output", hints(true, false, true, false)],
+      ptc_task_stop: ["Stop a task", hints(false, true, true, false)],
+      ptc_task_wait: ["Wait for tasks", hints(true, false, true, false)],
+      ptc_workflow: ["Run a workflow", hints(false, true, false, true)],
+      tool_info: ["Describe a tool", hints(true, false, true, false)],
+      tool_search: ["Search the tools", hints(true, false, true, false)],
+      ptc_run_code: ["Run a codemode program", hints(false, true, false, true)],
+    };
+    expect(Object.fromEntries(tools.map((tool) => [tool.name, { title: tool.title, annotations: tool.annotations }]))).toStrictEqual(
+      Object.fromEntries(Object.entries(expected).map(([name, [title, annotations]]) => [name, { title, annotations: { title, ...annotations } }])),
+    );
   });
 
   it("reports an upstream server that failed to start on stderr and in its instructions, and keeps serving", () => {
@@ -179,6 +200,37 @@ return { before: before.count, handle: [handle.status, handle.report_channel, "u
   });
 });
 
+describe("codemode mcp --no-output-schemas", () => {
+  it("lists no output schema; results still carry structuredContent, and tool_info gives each contract", async () => {
+    const cwd = tempProject(inventoryConfig());
+    const { client } = await connect(cwd, ["--no-output-schemas"]);
+    const { client: full } = await connect(cwd);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.length).toBeGreaterThan(5);
+      for (const tool of tools) expect(Object.hasOwn(tool, "outputSchema"), tool.name).toBe(false);
+      const withSchemas = (await full.listTools()).tools;
+      expect(tools.map((tool) => tool.name)).toStrictEqual(withSchemas.map((tool) => tool.name));
+      expect(JSON.stringify(tools).length).toBeLessThan(JSON.stringify(withSchemas).length / 2);
+      expect(client.getInstructions()).toContain("No output schemas are listed: results still carry structuredContent; tool_info({ tool_id }) gives a tool's output_schema (and output_views).");
+      const run = await client.callTool({ name: "ptc_run_code", arguments: { code: 'return (await tools.inventory.get_item({ sku: "A-1" })).stock' } });
+      expect(run.structuredContent).toMatchObject({ status: "ok", value: 3, tool_calls: 1 });
+      const list = await client.callTool({ name: "ptc_task_list", arguments: {} });
+      expect(list.structuredContent).toStrictEqual({ tasks: [], count: 0 });
+      // A failed call's error record reaches the client too: no schema holds it back.
+      const stop = await client.callTool({ name: "ptc_task_stop", arguments: { task_id: "nope" } });
+      expect(stop.isError).toBe(true);
+      expect((stop.structuredContent as { error: { code: string } }).error.code).toBe("task_not_found");
+      const info = await client.callTool({ name: "tool_info", arguments: { tool_id: "ptc_task_list" } });
+      const descriptor = (info.structuredContent as { tool: { descriptor: { output_views: { compact: { schema: { required: string[] } } } } } }).tool.descriptor;
+      expect(descriptor.output_views.compact.schema.required).toStrictEqual(["count", "tasks"]);
+    } finally {
+      await client.close();
+      await full.close();
+    }
+  });
+});
+
 describe("codemode mcp --all-tools", () => {
   it("also lists the bound tools, callable directly with their structuredContent", async () => {
     const { client } = await connect(tempProject(inventoryConfig()), ["--all-tools"]);
@@ -187,6 +239,11 @@ describe("codemode mcp --all-tools", () => {
       const names = tools.map((tool) => tool.name);
       expect(names).toEqual(expect.arrayContaining(["ptc_run_code", "tool_info", "read_file", "list_files", "search_files", "inventory.get_item", "inventory.list-skus"]));
       expect(names).not.toContain("write_file");
+      // The workspace tools state what they do; an upstream tool that states nothing is listed claiming nothing.
+      const read = tools.find((tool) => tool.name === "read_file")!;
+      expect([read.title, read.annotations]).toStrictEqual(["Read a file", { title: "Read a file", readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false }]);
+      const item = tools.find((tool) => tool.name === "inventory.get_item")!;
+      expect([Object.hasOwn(item, "title"), Object.hasOwn(item, "annotations")]).toStrictEqual([false, false]);
       // A tool with result views accepts either view as its result, or the error record of a failed call.
       const list = tools.find((tool) => tool.name === "list_files")!;
       const anyOf = (list.outputSchema as { anyOf: Array<{ required?: string[] }> }).anyOf;

@@ -113,6 +113,19 @@ describe("ptc_task_wait", () => {
     expect((await compact).sc).toStrictEqual({ tasks: [{ id: a, status: "succeeded", agent: "gated", depth: 1, label: "a", output_bytes: 6 }], done: [a], pending: [], timed_out: false });
   });
 
+  it("tells a caller listening for progress of each task as it ends", async () => {
+    const { tools } = setup();
+    const [a, b] = [await spawn(tools, "a"), await spawn(tools, "fail-b")];
+    await started("a", "fail-b");
+    const heard: string[] = [];
+    const waiting = call(tools.ptc_task_wait!, { task_ids: [a, b] }, ctx({ progress: (message) => heard.push(message) }));
+    open("fail-b");
+    while (heard.length === 0) await new Promise((r) => setTimeout(r, 2));
+    open("a");
+    await waiting;
+    expect(heard).toStrictEqual([`task ${b} (gated, "fail-b"): failed`, `task ${a} (gated, "a"): succeeded`]);
+  });
+
   it("returns at once when the condition already holds, and dedupes ids", async () => {
     const { host, tools } = setup();
     const a = await spawn(tools, "a");

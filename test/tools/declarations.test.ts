@@ -183,24 +183,42 @@ describe("renderDeclarations", () => {
     expect(result.structuredContent).toStrictEqual({ name: "root", subs: [{ name: "leaf", subs: [] }] });
   });
 
-  it("over budget: renders what fits and declares the rest by name, within the budget", () => {
+  it("over budget: one line for every tool that fits, full declarations for what fits besides, within the budget", () => {
     const tools = sampleTools();
     const full = renderDeclarations(tools);
     const budget = 1200;
     const text = renderDeclarations(tools, { budgetBytes: budget });
     expect(Buffer.byteLength(full)).toBeGreaterThan(budget);
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(budget);
-    expect(text).toContain("  // Over the declarations budget, declared by name only: tools.session_status, tools.tool_info.\n");
-    expect(text).toContain("  // Call tool_info({ tool_id }) for their input and output schemas.\n");
-    expect(text).toContain("  function session_status(args?: Record<string, unknown>): Promise<unknown>;\n");
-    expect(text).toContain("    function create_issue(args: {\n");
-    expect(text).toContain("  function tool_info(args?: Record<string, unknown>): Promise<unknown>;\n");
-    // So small that nothing fits in full: every tool is still declared by name.
-    const tiny = renderDeclarations(tools, { budgetBytes: 100 });
-    for (const fn of ["session_status", "skill_view", "delete_", "tool_info", "create_issue"]) {
-      expect(tiny).toContain(`function ${fn}(args?: Record<string, unknown>): Promise<unknown>;`);
-    }
+    expect(text).toContain("  // 2 tools are declared with one line only (over the declarations budget): tool_info({ tool_id }) one tool's schemas.\n");
+    // One line: a signature that still type-checks, and the first line of the description.
+    expect(text).toContain("  function session_status(args?: object): Promise<unknown>; // Read one session.\n");
+    expect(text).toContain("  function tool_info(args?: object): Promise<unknown>; // Describe one tool: its input schema and the JSON Schema of what it returns (output_schema is the…\n");
     expect(text).toContain("  /** Read one skill. */\n  function skill_view(args: {\n");
+    expect(text).toContain("    function create_issue(args: {\n");
+    // Smaller: fewer full declarations, then fewer lines; the rest are counted, never over the budget.
+    for (const small of [600, 300, 200]) {
+      const cut = renderDeclarations(tools, { budgetBytes: small });
+      expect(Buffer.byteLength(cut), `${small}`).toBeLessThanOrEqual(small);
+    }
+    expect(renderDeclarations(tools, { budgetBytes: 700 })).toBe(
+      [
+        "declare namespace tools {",
+        "  // Every tool is declared with one line only (over the declarations budget): tool_info({ tool_id }) one tool's schemas.",
+        "  function session_status(args?: object): Promise<unknown>; // Read one session.",
+        "  function skill_view(args?: object): Promise<unknown>; // Read one skill.",
+        "  function delete_(args?: object): Promise<unknown>; // A reserved word as a name.",
+        "  function tool_info(args?: object): Promise<unknown>; // Describe one tool: its input schema and the JSON Schema of what it returns (output_schema is the…",
+        "  namespace github {",
+        "    function create_issue(args?: object): Promise<unknown>; // Create an issue. Ends a comment */ early if not escaped.",
+        "  }",
+        "}",
+        "",
+      ].join("\n"),
+    );
+    // So small that no line fits: the note alone says how many tools there are.
+    expect(renderDeclarations(tools, { budgetBytes: 100 })).toBe("declare namespace tools {\n  // 5 more tools are not declared here.\n}\n");
+    expect(renderDeclarations(tools, { budgetBytes: Infinity })).toBe(full);
   });
 
   it("rejects tools whose identifiers collide, and a bad budget", () => {
@@ -210,7 +228,7 @@ describe("renderDeclarations", () => {
     const github = toTool({ name: "github", description: "G.", execute: () => "" });
     const search = toTool({ name: "search", namespace: "github", description: "S.", execute: () => "" });
     expect(() => renderDeclarations([github, search])).toThrow(new TypeError('renderDeclarations: tool "github" and namespace "github" both become tools.github; rename one'));
-    expect(() => renderDeclarations([a], { budgetBytes: 0 })).toThrow(new TypeError('renderDeclarations: "options.budgetBytes" must be a positive integer, received 0'));
+    expect(() => renderDeclarations([a], { budgetBytes: 0 })).toThrow(new TypeError('renderDeclarations: "options.budgetBytes" must be a positive integer (or Infinity), received 0'));
     expect(() => renderDeclarations([{} as Tool])).toThrow(new TypeError("renderDeclarations: tools[0] must be a tool created by defineTool() or toTool(), received object"));
   });
 });

@@ -1,6 +1,6 @@
 import { describe, it, expect } from "vitest";
 import { z } from "zod";
-import { closestNames, defineTool, isTool, toIdentifier, toTool, type Tool } from "../../src/tools/index.js";
+import { closestNames, defineTool, isTool, pickAnnotations, toIdentifier, toTool, type Tool } from "../../src/tools/index.js";
 
 const input = z.object({ q: z.string() });
 const execute = () => "ok";
@@ -59,9 +59,13 @@ describe("defineTool", () => {
     { name: "views missing full", def: { name: "a", description: "d", input, execute, views: { compact: z.object({}) } }, message: 'defineTool: "views.full" must be a zod object schema (z.object({...})), received undefined' },
     { name: "unknown view", def: { name: "a", description: "d", input, execute, views: { compact: z.object({}), full: z.object({}), tiny: z.object({}) } }, message: 'defineTool: "views" has unknown view "tiny"; expected "compact" and "full"' },
     { name: "views with own result_view input", def: { name: "a", description: "d", input: z.object({ result_view: z.string() }), execute, views: { compact: z.object({}), full: z.object({}) } }, message: 'defineTool: "input" must not declare "result_view": a tool with views gets that selector from the runtime' },
-    { name: "unknown field", def: { name: "a", description: "d", input, execute, outputs: z.object({}) }, message: 'defineTool: unknown field "outputs"; expected one of "name", "namespace", "description", "input", "output", "views", "execute", "toModelOutput", "toDetails"' },
+    { name: "unknown field", def: { name: "a", description: "d", input, execute, outputs: z.object({}) }, message: 'defineTool: unknown field "outputs"; expected one of "name", "namespace", "description", "title", "annotations", "input", "output", "views", "execute", "toModelOutput", "toDetails"' },
     { name: "a compact view with a key the full view lacks", def: { name: "a", description: "d", input, execute, views: { compact: z.object({ s: z.object({ id: z.string(), secret: z.string() }) }), full: z.object({ s: z.object({ id: z.string() }) }) } }, message: 'defineTool: "views.compact" declares $.s.secret, which "views.full" does not: every compact field must be in the full view at the same path' },
     { name: "a compact list item with a key the full item lacks", def: { name: "a", description: "d", input, execute, views: { compact: z.object({ rows: z.array(z.object({ x: z.number() })).nullable() }), full: z.object({ rows: z.array(z.object({ y: z.number() })).nullable() }) } }, message: 'defineTool: "views.compact" declares $.rows[].x, which "views.full" does not: every compact field must be in the full view at the same path' },
+    { name: "an empty title", def: { name: "a", description: "d", title: " ", input, execute }, message: 'defineTool: "title" must be a non-empty string of at most 200 characters, received " "' },
+    { name: "annotations that are not an object", def: { name: "a", description: "d", annotations: true, input, execute }, message: 'defineTool: "annotations" must be an object of boolean hints (readOnlyHint, destructiveHint, idempotentHint, openWorldHint), received boolean' },
+    { name: "an unknown hint", def: { name: "a", description: "d", annotations: { readOnly: true }, input, execute }, message: 'defineTool: "annotations" has unknown hint "readOnly"; known: readOnlyHint, destructiveHint, idempotentHint, openWorldHint' },
+    { name: "a hint that is not a boolean", def: { name: "a", description: "d", annotations: { readOnlyHint: "yes" }, input, execute }, message: 'defineTool: "annotations.readOnlyHint" must be true or false, received string' },
     { name: "output with no JSON form", def: { name: "a", description: "d", input, execute, output: z.object({ at: z.date() }) }, message: 'defineTool: "output" cannot be represented as JSON Schema: Date cannot be represented in JSON Schema' },
     { name: "view with a transform", def: { name: "a", description: "d", input, execute, views: { compact: z.object({ n: z.string().transform((s) => s.length) }), full: z.object({}) } }, message: 'defineTool: "views.compact" cannot be represented as JSON Schema: Transforms cannot be represented in JSON Schema' },
   ];
@@ -70,6 +74,28 @@ describe("defineTool", () => {
       expect(() => defineTool(def as never)).toThrow(new TypeError(message));
     });
   }
+});
+
+describe("title and annotations", () => {
+  it("are kept on the tool, frozen, for clients (MCP); a tool without them has neither key", () => {
+    const annotations = { readOnlyHint: true, openWorldHint: false };
+    const tool = defineTool({ name: "a", description: "d", title: "Read A", annotations, input, execute });
+    expect([tool.title, tool.annotations]).toStrictEqual(["Read A", { readOnlyHint: true, openWorldHint: false }]);
+    annotations.readOnlyHint = false;
+    expect(tool.annotations).toStrictEqual({ readOnlyHint: true, openWorldHint: false });
+    expect(Object.isFrozen(tool.annotations)).toBe(true);
+    const plain = toTool({ name: "p", description: "d", annotations: { destructiveHint: true }, execute });
+    expect(plain.annotations).toStrictEqual({ destructiveHint: true });
+    const bare = defineTool({ name: "b", description: "d", input, execute });
+    expect([Object.hasOwn(bare, "title"), Object.hasOwn(bare, "annotations")]).toStrictEqual([false, false]);
+  });
+
+  it("pickAnnotations keeps an upstream tool's known boolean hints and nothing else", () => {
+    expect(pickAnnotations({ title: "Read", readOnlyHint: true, openWorldHint: "no", futureHint: true })).toStrictEqual({ readOnlyHint: true });
+    for (const none of [undefined, null, [], "x", {}, { title: "Only a title" }]) expect(pickAnnotations(none)).toBeUndefined();
+    const tool = toTool({ name: "u", namespace: "srv", description: "d", annotations: pickAnnotations({ title: "U", destructiveHint: false }), execute });
+    expect(tool.annotations).toStrictEqual({ destructiveHint: false });
+  });
 });
 
 describe("toTool", () => {
@@ -92,7 +118,7 @@ describe("toTool", () => {
     { value: "tool", message: "toTool: expected a tool from defineTool() or an object { name, description, execute }, received string" },
     { value: [], message: "toTool: expected a tool from defineTool() or an object { name, description, execute }, received array" },
     { value: { name: "a", description: "d" }, message: 'toTool: "execute" must be a function, received undefined' },
-    { value: { name: "a", description: "d", execute, run: execute }, message: 'toTool: unknown field "run"; expected one of "name", "namespace", "description", "inputSchema", "execute"' },
+    { value: { name: "a", description: "d", execute, run: execute }, message: 'toTool: unknown field "run"; expected one of "name", "namespace", "description", "title", "annotations", "inputSchema", "execute"' },
     { value: { name: "a", description: "d", execute, inputSchema: { type: "string" } }, message: 'toTool: "inputSchema" must be a JSON Schema object with type "object", received object' },
     { value: { name: "", description: "d", execute }, message: 'toTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received ""' },
     { value: { name: "a", description: "d", input: "schema", execute }, message: 'defineTool: "input" must be a zod object schema (z.object({...})), received string' },

@@ -27,7 +27,8 @@ describe("descriptors", () => {
       type: "object",
       properties: {
         name: { type: "string" },
-        lines: { type: "integer", minimum: -9007199254740991, maximum: 9007199254740991 },
+        // zod's ±(2^53 - 1) bounds of .int() are left out; a bound the schema chose stays.
+        lines: { type: "integer" },
       },
       required: ["lines", "name"],
       additionalProperties: false,
@@ -39,7 +40,7 @@ describe("descriptors", () => {
         type: "object",
         properties: {
           skill: { type: "string" },
-          max_lines: { type: "integer", exclusiveMinimum: 0, maximum: 9007199254740991 },
+          max_lines: { type: "integer", exclusiveMinimum: 0 },
         },
         required: ["skill"],
       },
@@ -64,8 +65,31 @@ describe("descriptors", () => {
     expect(d.output_views!.full.digest).not.toBe(d.output_views!.compact.digest);
     expect(d.output_views!.full.digest).toBe(digestOf(d.output_views!.full.schema));
     // Pinned: the digest is a pure function of the schema, the same in every process and run.
-    expect(d.output_views!.compact.digest).toBe("a5c81c8ad7030b2a20267e307c12a53c34fbf2d98a5b595067dfc0c053051ee4");
+    expect(d.output_views!.compact.digest).toBe("5366fd619cad1c6cd9ffc31268251cdabeb03dc49dbadb6796be221cc8c5b4a2");
     expect(JSON.parse(JSON.stringify(d))).toStrictEqual(d);
+  });
+
+  it("integers lose only zod's ±(2^53 - 1) bounds: chosen bounds, int32's and data stay", () => {
+    const d = describeTool(
+      singleResult(
+        z.object({
+          count: z.number().int(),
+          page: z.number().int().min(1).max(500),
+          small: z.int32(),
+          id: z.literal(Number.MAX_SAFE_INTEGER),
+          big: z.number().int().default(Number.MAX_SAFE_INTEGER),
+          ratio: z.number().max(Number.MAX_SAFE_INTEGER),
+        }),
+      ),
+    );
+    expect(d.output_schema!.properties).toStrictEqual({
+      count: { type: "integer" },
+      page: { type: "integer", minimum: 1, maximum: 500 },
+      small: { type: "integer", minimum: -2147483648, maximum: 2147483647 },
+      id: { type: "number", const: Number.MAX_SAFE_INTEGER },
+      big: { type: "integer", default: Number.MAX_SAFE_INTEGER },
+      ratio: { type: "number", maximum: Number.MAX_SAFE_INTEGER },
+    });
   });
 
   it("digests are the same for schemas whose keys are declared in different orders", () => {

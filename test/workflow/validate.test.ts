@@ -144,7 +144,7 @@ describe("what a user expects validation to catch", () => {
   it("an unknown tool names the closest tools", async () => {
     const workflow = seedWorkflow().replace("kind: session_status", "kind: sesion_status");
     expect((await validateOnly(f.cm, workflow)).errors).toStrictEqual([
-      error("unknown_tool", 'node "inspect" kind "sesion_status" is neither a tool nor "run-agent"; closest tools: "session_status", "skill_view", "note"', { node: "inspect", path: "graph.nodes[0].kind", line: 7 }),
+      error("unknown_tool", 'node "inspect" kind "sesion_status" is neither a tool nor "run-agent"; closest tools: "session_status", "tool_search", "skill_view"', { node: "inspect", path: "graph.nodes[0].kind", line: 7 }),
     ]);
     expectNothingRan(f);
   });
