@@ -486,9 +486,17 @@ export class TaskHost {
     };
     const onAbort = (): void => stop("aborted");
     const timer = setTimeout(() => stop("timed_out"), Math.max(0, options.endAt - Date.now()));
-    // Tasks of another host (a shared data dir) end in the store only.
+    // Tasks of another host (a shared data dir) end in the store only; a host that died ends none
+    // of them, so its tasks are marked lost here, as a stop would.
     const foreign = [...pending].filter((id) => !this.live.has(id));
-    const poll = foreign.length === 0 ? undefined : setInterval(() => foreign.forEach((id) => isTerminal(this.get(id)!.status) && onEnd(id)), FOREIGN_WAIT_POLL_MS);
+    const look = (): void => {
+      for (const id of foreign) {
+        const r = this.get(id)!;
+        if (!isTerminal(r.status) && !this.unrecorded.has(id) && !this.store.isOwnerAlive(r.owner)) this.reapLost();
+        if (isTerminal(this.get(id)!.status)) onEnd(id);
+      }
+    };
+    const poll = foreign.length === 0 ? undefined : setInterval(look, FOREIGN_WAIT_POLL_MS);
     this.endListeners.add(onEnd);
     options.signal?.addEventListener("abort", onAbort, { once: true });
     waiter?.controller.signal.addEventListener("abort", onAbort, { once: true });

@@ -249,6 +249,23 @@ describe("ptc_task_wait", () => {
   });
 });
 
+describe("tasks of another host", () => {
+  it("a task whose host died while it was awaited is marked lost, and the wait returns it done", async () => {
+    const store = memoryTaskStore();
+    const host = new TaskHost({ store, agents: new AgentRegistry({ agents: AGENTS, dirs: [] }) });
+    hosts.push(host);
+    const tools = Object.fromEntries(ptcTools(host).map((t) => [t.name, t])) as Record<string, Tool>;
+    // Written by a host that is gone (its pid is past any real one), after this host looked for such records.
+    const id = "01ARZ3NDEKTSV4RRFFQ69G5FAZ";
+    store.insert({
+      id, agent: "gated", driver: "function", task: "t", label: "t", depth: 1, background: true,
+      cwd: "/", status: "running", owner: { pid: 2 ** 22 + 1, startTime: "proc:1" }, createdAt: 0, startedAt: 0, outputBytes: 0,
+    });
+    const r = await call(tools.ptc_task_wait!, { task_ids: [id], timeout_ms: 30_000 });
+    expect([r.sc.done, r.sc.timed_out, (r.sc.tasks as Array<{ status: string }>)[0]!.status]).toStrictEqual([[id], false, "lost"]);
+  });
+});
+
 describe("a waiting task holds no running slot", () => {
   it("with one slot, a task waiting for its own background children lets them run, then takes its slot back", async () => {
     const seen: number[] = [];
