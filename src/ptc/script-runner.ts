@@ -1,5 +1,6 @@
 import type { ScriptRunner } from "../tasks/index.js";
 import type { Tool } from "../tools/index.js";
+import type { TraceScope } from "../tracing.js";
 import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
 import { toolListed } from "./child-tools.js";
 
@@ -15,6 +16,7 @@ export interface ProgramHost {
       globals?: Record<string, unknown>;
       allowTools?: (path: string, tool: Tool) => boolean;
       ephemeralSession?: boolean;
+      trace?: TraceScope;
     },
   ): Promise<{
     content: Array<{ type: "text"; text: string }>;
@@ -30,8 +32,8 @@ export interface ScriptRunnerOptions {
   readOnlyTools?: readonly string[];
 }
 
-/** Tools every script child may use to look at tasks and at the tools there are. */
-const TASK_READ_TOOLS = ["ptc_task_list", "ptc_task_output", "tool_info", "tool_search"];
+/** Tools every script child may use to look at (and wait for) tasks and at the tools there are. */
+const TASK_READ_TOOLS = ["ptc_task_list", "ptc_task_output", "ptc_task_wait", "tool_info", "tool_search"];
 /** Spawning and stopping change the world; a read-only child could escape its tier through a writable subagent. */
 const TASK_WRITE_TOOLS = ["ptc_subagent", "ptc_task_stop"];
 
@@ -65,6 +67,7 @@ export function codemodeScriptRunner(host: ProgramHost, options: ScriptRunnerOpt
       taskId: o.taskId,
       globals: { task: o.task },
       allowTools,
+      ...(o.trace ? { trace: o.trace } : {}),
     });
     const output = run.content.map((c) => c.text).join("\n");
     if (run.structuredContent.status === "ok") return { output, ok: true };
