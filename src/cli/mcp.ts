@@ -77,7 +77,7 @@ export async function mcpCommand(argv: readonly string[], io: Io): Promise<numbe
 /** What the client (and its model) is told about this server: how to use it, and what is missing. */
 function instructions(runtime: Runtime, noOutputSchemas: boolean): string {
   const lines = [
-    "Write a JavaScript program and run it with ptc_run_code: inside it, await tools.<name>(args) calls the tools listed in that tool's description, and only text(...) output comes back to you. Find tools by what they do with tool_search({ query }) (declarations: true gives their types); tool_info({ tool_id }) describes one. Background subagents: ptc_subagent, ptc_task_list, ptc_task_output, ptc_task_stop. Workflows (graphs of tool and agent nodes, checked against result views before they run): ptc_workflow.",
+    "Write a JavaScript program and run it with ptc_run_code: inside it, await tools.<name>(args) calls the tools listed in that tool's description, and only text(...) output comes back to you. Find tools by what they do with tool_search({ query }) (declarations: true gives their types); tool_info({ tool_id }) describes one. Background subagents: ptc_subagent, ptc_task_wait (wait for them in one call), ptc_task_list, ptc_task_output, ptc_task_stop. Workflows (graphs of tool and agent nodes, checked against result views before they run): ptc_workflow.",
   ];
   if (noOutputSchemas) lines.push("No output schemas are listed: results still carry structuredContent; tool_info({ tool_id }) gives a tool's output_schema (and output_views).");
   const connected = runtime.upstreams.servers.filter((server) => server.status === "connected");

@@ -97,7 +97,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
     // Background subagents live as long as this process: say so when closing stops some.
     const active = runtime.cm.tasks.running + runtime.cm.tasks.queued;
     if (active > 0) {
-      await write(io.stderr, `codemode: ${active} background task${active === 1 ? " was" : "s were"} still running and ${active === 1 ? "is" : "are"} stopped now that the program ended; wait for them in the program (poll ptc_task_output) to keep their results\n`);
+      await write(io.stderr, `codemode: ${active} background task${active === 1 ? " was" : "s were"} still running and ${active === 1 ? "is" : "are"} stopped now that the program ended; wait for them in the program (await tools.ptc_task_wait({})) to keep their results\n`);
     }
     return ok ? EXIT_OK : EXIT_FAILED;
   } finally {

@@ -1,5 +1,6 @@
 import type { ScriptRunner } from "../tasks/index.js";
 import type { Tool } from "../tools/index.js";
+import type { TraceScope } from "../tracing.js";
 import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
 import { toolListed } from "./child-tools.js";
 
@@ -16,6 +17,7 @@ export interface ProgramHost {
       allowTools?: (path: string, tool: Tool) => boolean;
       ephemeralSession?: boolean;
       onOutput?: (chunks: readonly string[]) => void;
+      trace?: TraceScope;
     },
   ): Promise<{
     content: Array<{ type: "text"; text: string }>;
@@ -32,8 +34,8 @@ export interface ScriptRunnerOptions {
   readOnlyTools?: readonly string[];
 }
 
-/** Tools every script child may use to look at tasks and at the tools there are. */
-const TASK_READ_TOOLS = ["ptc_task_list", "ptc_task_output", "tool_info", "tool_search"];
+/** Tools every script child may use to look at (and wait for) tasks and at the tools there are. */
+const TASK_READ_TOOLS = ["ptc_task_list", "ptc_task_output", "ptc_task_wait", "tool_info", "tool_search"];
 /** Spawning and stopping change the world; a read-only child could escape its tier through a writable subagent. */
 const TASK_WRITE_TOOLS = ["ptc_subagent", "ptc_task_stop"];
 
@@ -96,6 +98,7 @@ export function codemodeScriptRunner(host: ProgramHost, options: ScriptRunnerOpt
         globals: { task: o.task },
         allowTools,
         ...(onOutput ? { onOutput } : {}),
+        ...(o.trace ? { trace: o.trace } : {}),
       });
     } finally {
       drain();

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { closestNames, isCloseName } from "../tools/identifiers.js";
 import { TaskError } from "./errors.js";
 import type { DriverKind } from "./types.js";
+import type { TraceScope } from "../tracing.js";
 
 export type CommandProtocol = "text" | "jsonl" | "claude-stream-json";
 
@@ -15,6 +16,8 @@ export type FunctionAgent = (input: {
   taskId: string;
   signal: AbortSignal;
   emit: (event: DriverEvent) => void;
+  /** Where the function's own spans go (OpenTelemetry: the task's run span); absent when nothing is traced. */
+  trace?: TraceScope;
 }) => Promise<string | void>;
 
 /** Events a driver reports to the host; the host, not the child, turns them into usage. */

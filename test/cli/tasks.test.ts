@@ -150,7 +150,7 @@ describe("Ctrl-C during a run", () => {
     expect(await exited).toBe(1);
     expect(stderr.replace(/^\[task .*\n/gm, "")).toBe(
       "Script failed (aborted): the run was aborted by the host\n\nstarted\n\nTool calls made before the failure (not undone):\n- tools.ptc_subagent: ok\n" +
-        "codemode: 1 background task was still running and is stopped now that the program ended; wait for them in the program (poll ptc_task_output) to keep their results\n",
+        "codemode: 1 background task was still running and is stopped now that the program ended; wait for them in the program (await tools.ptc_task_wait({})) to keep their results\n",
     );
     const row = normalize((await runCli(["tasks"], { cwd })).stdout).split("\n").map((line) => line.replace(/ +/g, " "))[1];
     expect(row).toBe("<id> canceled sleeper nap 1 0 bytes <t>");

@@ -26,7 +26,7 @@ function tempDir(): string {
 describe("createCodemode with subagents", () => {
   it("binds the ptc_* tools and runs a code-registered script agent in the background", async () => {
     const cm = await open({ agents: [{ name: "doubler", description: "doubles its task", driver: "script", scriptCode: "text(String(2 * Number(task)))" }] });
-    expect(cm.tools.map((tool) => tool.id).sort()).toStrictEqual(["ptc_run_code", "ptc_subagent", "ptc_task_list", "ptc_task_output", "ptc_task_stop", "ptc_workflow", "tool_info", "tool_search"]);
+    expect(cm.tools.map((tool) => tool.id).sort()).toStrictEqual(["ptc_run_code", "ptc_subagent", "ptc_task_list", "ptc_task_output", "ptc_task_stop", "ptc_task_wait", "ptc_workflow", "tool_info", "tool_search"]);
     const result = await cm.run(`
       const spawned = await Promise.all([1, 2, 3].map((n) => tools.ptc_subagent({ agent: "doubler", task: String(n), background: true, label: "d" + n })));
       while ((await tools.ptc_task_list({ status: ["running", "queued"] })).count > 0) await sleep(10);

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { AgentDefinition } from "../agents.js";
 import type { Driver } from "./types.js";
+import type { TraceScope } from "../../tracing.js";
 import { errorMessage } from "./types.js";
 
 /**
@@ -22,6 +23,8 @@ export type ScriptRunner = (
      * `output` at the end): polling ptc_task_output or `codemode task --follow` sees progress.
      */
     onText?: (text: string) => void;
+    /** Where the program's run span goes (the task's run span). */
+    trace?: TraceScope;
   },
 ) => Promise<{
   /** What the log should get at the end that was not passed to onText. */
@@ -31,7 +34,7 @@ export type ScriptRunner = (
 }>;
 
 export function scriptDriver(runner: ScriptRunner | undefined): Driver {
-  return async ({ task, agent, signal, emit, cwd }) => {
+  return async ({ task, agent, signal, emit, cwd, trace }) => {
     if (!runner) {
       return {
         exitCode: 1,
@@ -47,7 +50,7 @@ export function scriptDriver(runner: ScriptRunner | undefined): Driver {
     emit({ type: "turn" });
     try {
       const onText = (text: string): void => emit({ type: "text", text });
-      const res = await runner(code, { task: task.task, agent, signal, depth: task.depth, taskId: task.id, cwd, readOnly: agent.readOnly, onText });
+      const res = await runner(code, { task: task.task, agent, signal, depth: task.depth, taskId: task.id, cwd, readOnly: agent.readOnly, onText, ...(trace ? { trace } : {}) });
       if (res.output.length > 0) emit({ type: "text", text: res.output });
       return res.ok ? { exitCode: 0 } : { exitCode: 1, error: res.error ?? "the program failed" };
     } catch (err) {
