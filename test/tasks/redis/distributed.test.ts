@@ -50,7 +50,9 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue, two worker processes",
     const out = await run(`
       const ids = [];
       for (let i = 1; i <= 40; i++) ids.push((await tools.ptc_subagent({ agent: "square", task: String(i), background: true })).task_id);
-      while ((await tools.ptc_task_list({ status: ["queued", "running", "stopping"] })).count > 0) await sleep(100);
+      // With no task_ids: the background tasks this program spawned, wherever they run.
+      const waited = await tools.ptc_task_wait({});
+      if (waited.pending.length > 0 || waited.done.length !== 40) throw new Error("wait: " + JSON.stringify(waited));
       let sum = 0;
       for (const id of ids) {
         const o = await tools.ptc_task_output({ task_id: id });

@@ -111,14 +111,14 @@ describe.skipIf(!redisInstalled)("RedisTaskStore", () => {
 
   it("a configuration's Redis URL is checked, and its password never quoted", () => {
     const bad = tempProject({ tasks: { redis: "http://user:s3cret@example.com" } });
-    expect(() => loadConfig(bad)).toThrow('"tasks.redis" must start with redis:// or rediss://, got "http://"');
+    expect(() => loadConfig(bad)).toThrow(/^codemode\.json:3:14: tasks\.redis must start with redis:\/\/ or rediss:\/\/, got "http:\/\/"$/);
     try {
       loadConfig(bad);
     } catch (e) {
       expect((e as Error).message).not.toContain("s3cret");
     }
     const orphan = tempProject({ tasks: { queue: "q" } });
-    expect(() => loadConfig(orphan)).toThrow('"tasks.queue" names a Redis queue: set "tasks.redis" too, or remove it');
+    expect(() => loadConfig(orphan)).toThrow(/^codemode\.json:3:14: tasks\.queue names a Redis queue: set tasks\.redis too, or remove it$/);
     const ok = tempProject({ tasks: { redis: "redis://:pw@127.0.0.1:6390/2", queue: "jobs", maxRunning: 3, lockMs: 5000 } });
     expect(loadConfig(ok).tasks).toStrictEqual({ redis: "redis://:pw@127.0.0.1:6390/2", queue: "jobs", maxRunning: 3, lockMs: 5000 });
   });
