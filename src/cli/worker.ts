@@ -1,49 +1,43 @@
 // `codemode worker`: runs the subagent tasks other hosts put on the configuration's Redis queue,
 // with this machine's agent definitions and drivers, until SIGTERM or SIGINT. See docs/distributed.md.
-import { parseArgs } from "node:util";
 import { redisLabel } from "../tasks/redis/connection.js";
 import { BullRemoteQueue } from "../tasks/redis/queue.js";
 import { redisTarget } from "../tasks/redis/store.js";
 import { QueueWorker, workerIdentity } from "../tasks/redis/worker.js";
-import { UsageError } from "./args.js";
+import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { EXIT_OK, write, type Io } from "./io.js";
 import { openRuntime } from "./runtime.js";
 
-export const WORKER_HELP = `Usage: codemode worker [--config <file>] [--concurrency <n>]
-
-Runs queued subagent tasks (script, command and openai agents) from the Redis queue the
-configuration names ("tasks": { "redis": "redis://host:6379", "queue"?: "name" }), on this
-machine, with its agent definitions, until SIGTERM or SIGINT. Output streams into each task's log
-as it arrives; usage is counted here; every host on the queue reads the records.
-
-  --concurrency <n>   tasks this worker runs at once (default 8); "tasks.maxRunning" in the
-                      configuration caps the whole queue
-  --config <file>     the configuration to use instead of ./codemode.json
-
-A worker that is stopped cancels the tasks it runs ("host closed"); one that dies or loses Redis
-for longer than "tasks.lockMs" (default 30 s) has its tasks marked lost (worker_lost), never run
-again. The Redis password comes from the URL or CODEMODE_REDIS_PASSWORD and is never printed.
-`;
-
 const DEFAULT_CONCURRENCY = 8;
 
+const WORKER_FLAGS = {
+  concurrency: { type: "string", value: "<n>", short: "n", description: `tasks this worker runs at once (default ${DEFAULT_CONCURRENCY}); "tasks.maxRunning" in the configuration caps the whole queue` },
+  config: CONFIG_FLAG,
+  help: HELP_FLAG,
+} satisfies FlagTable;
+
+export const WORKER_HELP = commandHelp({
+  usage: `codemode worker ${usageFlags(WORKER_FLAGS)}`,
+  about: `Runs queued subagent tasks (script, command and openai agents) from the Redis queue the
+configuration names ("tasks": { "redis": "redis://host:6379", "queue"?: "name" }), on this
+machine, with its agent definitions, until SIGTERM or SIGINT. Output streams into each task's log
+as it arrives; usage is counted here; every host on the queue reads the records.`,
+  flags: WORKER_FLAGS,
+  notes: `A worker that is stopped cancels the tasks it runs ("host closed"); one that dies or loses Redis
+for longer than "tasks.lockMs" (default 30 s) has its tasks marked lost (worker_lost), never run
+again. The Redis password comes from the URL or CODEMODE_REDIS_PASSWORD and is never printed.
+See docs/distributed.md.`,
+});
+
 export async function workerCommand(argv: readonly string[], io: Io): Promise<number> {
-  let values: { config?: string; concurrency?: string; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      options: { config: { type: "string" }, concurrency: { type: "string" }, help: { type: "boolean" } },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    throw new UsageError(`codemode worker: ${(error as Error).message}`);
-  }
-  if (values.help) {
+  const { flags, positionals } = parseArgs("codemode worker", argv, WORKER_FLAGS);
+  if (flags.help) {
     await write(io.stdout, WORKER_HELP);
     return EXIT_OK;
   }
+  if (positionals.length > 0) throw new UsageError(`codemode worker: takes no arguments, got ${positionals.join(" ")}`);
+  const values = { concurrency: flags.concurrency as string | undefined, config: flags.config as string | undefined };
   const concurrency = values.concurrency === undefined ? DEFAULT_CONCURRENCY : Number(values.concurrency);
   if (!Number.isSafeInteger(concurrency) || concurrency < 1 || concurrency > 1024) {
     throw new UsageError(`codemode worker: --concurrency must be a whole number from 1 to 1024, got "${values.concurrency}"`);

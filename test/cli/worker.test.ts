@@ -17,8 +17,8 @@ describe("codemode worker", () => {
     expect([bad.code, bad.stderr]).toStrictEqual([2, 'codemode worker: --concurrency must be a whole number from 1 to 1024, got "0"\nRun codemode help for usage.\n']);
     const unknown = await runCli(["worker", "--conc", "2"], { cwd });
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain("codemode worker: Unknown option '--conc'");
+    expect(unknown.stderr).toContain('codemode worker: unknown flag "--conc"; did you mean --concurrency?');
     const help = await runCli(["help", "worker"], { cwd });
-    expect([help.code, help.stdout.split("\n")[0]]).toStrictEqual([0, "Usage: codemode worker [--config <file>] [--concurrency <n>]"]);
+    expect([help.code, help.stdout.split("\n")[0]]).toStrictEqual([0, "Usage: codemode worker [--concurrency <n>] [--config <file>]"]);
   });
 });
