@@ -1,9 +1,7 @@
 // `codemode worker`: runs the subagent tasks other hosts put on the configuration's Redis queue,
 // with this machine's agent definitions and drivers, until SIGTERM or SIGINT. See docs/distributed.md.
 import { redisLabel } from "../tasks/redis/connection.js";
-import { BullRemoteQueue } from "../tasks/redis/queue.js";
-import { redisTarget } from "../tasks/redis/store.js";
-import { QueueWorker, workerIdentity } from "../tasks/redis/worker.js";
+import type { QueueWorker } from "../tasks/redis/worker.js";
 import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { EXIT_OK, write, type Io } from "./io.js";
@@ -47,6 +45,12 @@ export async function workerCommand(argv: readonly string[], io: Io): Promise<nu
   if (redis === undefined) {
     throw new ConfigError(`${config.file ?? "codemode.json"}: a worker needs a queue: add "tasks": { "redis": "redis://host:6379" } (the same as the hosts that spawn the tasks)`);
   }
+  // Loaded here, not at the CLI's start: no other command needs BullMQ.
+  const [{ BullRemoteQueue }, { redisTarget }, { QueueWorker: Worker, workerIdentity }] = await Promise.all([
+    import("../tasks/redis/queue.js"),
+    import("../tasks/redis/store.js"),
+    import("../tasks/redis/worker.js"),
+  ]);
   const target = redisTarget({ url: redis, ...(queue !== undefined ? { queue } : {}), ...(lockMs !== undefined ? { lockMs } : {}) });
   const info = workerIdentity();
   const warn = (message: string): void => void write(io.stderr, `codemode worker: ${message}\n`);
@@ -54,7 +58,7 @@ export async function workerCommand(argv: readonly string[], io: Io): Promise<nu
   const remote = new BullRemoteQueue(target, warn);
   let worker: QueueWorker | undefined;
   try {
-    worker = await QueueWorker.start({ host: runtime.cm.tasks, remote, target, concurrency, ...(maxRunning !== undefined ? { maxRunning } : {}), onWarning: warn }, info);
+    worker = await Worker.start({ host: runtime.cm.tasks, remote, target, concurrency, ...(maxRunning !== undefined ? { maxRunning } : {}), onWarning: warn }, info);
     await write(io.stderr, `codemode worker ${info.id} on ${info.host} (pid ${info.pid}): running tasks of queue "${target.queue}" at ${redisLabel(redis)}, ${concurrency} at once\n`);
     await new Promise<void>((resolve) => {
       process.once("SIGTERM", resolve);

@@ -24,8 +24,6 @@ import {
 } from "../tools/index.js";
 import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type AgentInput, type TaskStore, type WorkerInfo } from "../tasks/index.js";
 import { queueNameProblem, redisUrlProblem } from "../tasks/redis/connection.js";
-import { BullRemoteQueue } from "../tasks/redis/queue.js";
-import { RedisTaskStore, redisTarget } from "../tasks/redis/store.js";
 import type { RemoteQueue } from "../tasks/remote.js";
 import { ensurePrivateDir, PrivateTempDir } from "../safe-fs.js";
 import { keepRuntimeFilesOut } from "../workspace/index.js";
@@ -407,7 +405,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   // Script agents run programs on this very runtime; the runner exists once the runtime does.
   let runScript: ReturnType<typeof codemodeScriptRunner> | undefined;
   let childTools: ReturnType<typeof childToolProvider> | undefined;
-  const { store, remote } = openTaskBackend(options.tasks, dataDir);
+  const { store, remote } = await openTaskBackend(options.tasks, dataDir);
   const tasks = new TaskHost({
     store,
     ...(remote ? { remote } : {}),
@@ -498,13 +496,15 @@ function checkRunOptions(options: RunOptions, where: string): InternalRunOptions
 }
 
 /** The embedded store (SQLite in the data dir, else memory), or Redis and its queue when configured. */
-function openTaskBackend(tasks: CodemodeOptions["tasks"], dataDir: string | undefined): { store: TaskStore; remote?: RemoteQueue } {
+async function openTaskBackend(tasks: CodemodeOptions["tasks"], dataDir: string | undefined): Promise<{ store: TaskStore; remote?: RemoteQueue }> {
   if (tasks?.redis === undefined) return { store: createTaskStore({ dataDir }) };
   const urlProblem = redisUrlProblem(tasks.redis);
   // The URL may hold a password: the message says what is wrong with it, never what it is.
   if (urlProblem) throw new TypeError(`options.tasks.redis ${urlProblem}`);
   if (tasks.queue !== undefined && queueNameProblem(tasks.queue)) throw new TypeError(`options.tasks.queue ${queueNameProblem(tasks.queue)}, got ${describe(tasks.queue)}`);
   if (tasks.lockMs !== undefined && (!Number.isSafeInteger(tasks.lockMs) || tasks.lockMs < 1000)) throw new RangeError(`options.tasks.lockMs must be an integer of at least 1000 ms, got ${describe(tasks.lockMs)}`);
+  // BullMQ, ioredis and the store's thread load only for a runtime that uses them.
+  const [{ BullRemoteQueue }, { RedisTaskStore, redisTarget }] = await Promise.all([import("../tasks/redis/queue.js"), import("../tasks/redis/store.js")]);
   const target = redisTarget({ url: tasks.redis, ...(tasks.queue !== undefined ? { queue: tasks.queue } : {}), ...(tasks.lockMs !== undefined ? { lockMs: tasks.lockMs } : {}) });
   const store = new RedisTaskStore(target);
   // Connection trouble of the queue reaches the host's warnings, as the store's own does.
