@@ -7,7 +7,7 @@ import { Queue, type ConnectionOptions } from "bullmq";
 import { Redis } from "ioredis";
 import type { RemoteQueue } from "../remote.js";
 import type { TaskRecord } from "../types.js";
-import { keyPrefix, redactCredentials, redisOptions, type RedisTarget } from "./connection.js";
+import { keyPrefix, redactCredentials, redisLabel, redisOptions, type RedisTarget } from "./connection.js";
 
 /** BullMQ's own keys: `codemode:<queue>:…` beside the records' `codemode:<queue>:rec:…`. */
 export const BULL_PREFIX = "codemode";
@@ -114,20 +114,33 @@ export class BullRemoteQueue implements RemoteQueue {
   }
 
   private redis(): Redis {
-    if (!this.commands) {
-      this.commands = new Redis(redisOptions(this.target));
-      this.commands.on("error", (err: Error) => this.onWarning(`task queue: ${redactCredentials(err.message)}`));
-    }
+    if (!this.commands) this.commands = this.watched(new Redis(redisOptions(this.target)));
     return this.commands;
+  }
+
+  /** A connection whose loss and return are said (once each), and whose errors are said without credentials. */
+  private watched(client: Redis): Redis {
+    let lost = false;
+    client.on("error", (err: Error) => this.onWarning(`task queue: ${redactCredentials(err.message)}`));
+    client.on("close", () => {
+      if (lost || this.closed) return;
+      lost = true;
+      this.onWarning(`lost the connection to Redis at ${redisLabel(this.target.url)}; reconnecting with backoff`);
+    });
+    client.on("ready", () => {
+      if (!lost) return;
+      lost = false;
+      this.onWarning(`connected to Redis at ${redisLabel(this.target.url)} again`);
+    });
+    return client;
   }
 
   private subscribing: Promise<void> | undefined;
 
   private subscribe(): Promise<void> {
     if (this.subscribing) return this.subscribing;
-    const sub = new Redis(redisOptions(this.target));
+    const sub = this.watched(new Redis(redisOptions(this.target)));
     this.subscriber = sub;
-    sub.on("error", (err: Error) => this.onWarning(`task queue: ${redactCredentials(err.message)}`));
     sub.on("message", (channel: string, id: string) => {
       if (channel === `${this.prefix}ended`) {
         const set = this.waiters.get(id);

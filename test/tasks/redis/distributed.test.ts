@@ -147,6 +147,17 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () =>
     q.workers = [survivor, await startWorker(project)];
   });
 
+  it("a worker stopped with SIGTERM cancels the task it runs (its processes too) and exits 0", async () => {
+    const id = await spawn("sleeper", "interrupted");
+    const pids = await eventually(() => /pids (\d+) (\d+)/.exec(host.cm.tasks.output(id).output)?.slice(1).map(Number), "the sleeper to start");
+    const w = q.workers.find((x) => x.id === record(id).worker!.id)!;
+    expect(await stopWorker(w, "SIGTERM")).toBe(0);
+    expect(record(id)).toMatchObject({ status: "canceled", stopReason: "host closed", worker: { id: w.id } });
+    expect(pids.some(alive)).toBe(false);
+    expect(w.stderr()).toContain(`codemode worker ${w.id}: stopping (its running tasks are canceled)\n`);
+    q.workers = [...q.workers.filter((x) => x !== w), await startWorker(project)];
+  });
+
   it("a host killed mid-run: its tasks run on to the end on the workers, and codemode tasks / task read them from Redis", async () => {
     const program = join(project.dir, "fan.js");
     writeFileSync(program, `for (const t of ["one", "two"]) await tools.ptc_subagent({ agent: "nap", task: t, background: true, label: "nap " + t }); text("spawned"); await sleep(100000);`);
@@ -158,6 +169,9 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () =>
     }, "the killed host's two naps to run");
     child.kill("SIGKILL");
     await exited;
+    // Followed from another process while it runs on a worker: its output as it arrives, until it ends.
+    const followed = await runCli(["task", naps[1]!, "--follow", "--config", project.config], { cwd: project.dir });
+    expect([followed.code, followed.stdout]).toStrictEqual([0, "done\n"]);
     const ended = await Promise.all(naps.map((id) => host.cm.tasks.wait(id)));
     expect(ended.map((r) => r.status)).toStrictEqual(["succeeded", "succeeded"]);
     const list = await runCli(["tasks", "--json", "--status", "succeeded", "--config", project.config], { cwd: project.dir });
@@ -181,5 +195,10 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () =>
     const squares = [...before, ...after].map((id) => Number(host.cm.tasks.output(id).output.trim()));
     expect(squares).toStrictEqual(Array.from({ length: 12 }, (_, i) => (i + 1) ** 2));
     expect(host.cm.tasks.list({ limit: 10_000 }).total).toBeGreaterThanOrEqual(14);
+    // The workers said so: the connection was lost, retried, and came back.
+    for (const w of q.workers) {
+      expect(w.stderr()).toMatch(/codemode worker: lost the connection to Redis at redis:\/\/127\.0\.0\.1:\d+; reconnecting with backoff\n/);
+      expect(w.stderr()).toMatch(/codemode worker: connected to Redis at redis:\/\/127\.0\.0\.1:\d+ again\n/);
+    }
   });
 });
