@@ -110,8 +110,19 @@ const tasks = z
         .optional()
         .describe("Output one subagent task may keep, in bytes (default 16 MiB)."),
       cwdRoots: z.array(path("A directory."), { error: "an array of directory paths" }).optional().describe("Directories a task's cwd may be in, besides the working directory."),
+      redis: z
+        .string({ error: "a redis://host:port URL" })
+        .optional()
+        .describe("A Redis server (redis://[user:password@]host:port[/db], or rediss:// for TLS): task records and logs live there, and script, command and openai tasks are queued for `codemode worker` processes. A password may instead come from CODEMODE_REDIS_PASSWORD. See docs/distributed.md."),
+      queue: z
+        .string({ error: "1 to 64 letters, digits, '-' or '_'" })
+        .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: "1 to 64 letters, digits, '-' or '_'" })
+        .optional()
+        .describe('The Redis queue\'s name (default "codemode-tasks"); needs "redis".'),
+      maxRunning: integer(1, 1_000_000, "Tasks running at once: on this host (default 8), or with \"redis\" across every worker of the queue (default: no cap but each worker's --concurrency).").optional(),
+      lockMs: integer(1000, 3_600_000, "With \"redis\": how long a worker may go silent (dead, or cut off from Redis) before its tasks are marked lost, in ms (default 30000).").optional(),
     },
-    { error: 'an object { "maxOutputBytes"?, "cwdRoots"? }' },
+    { error: 'an object { "maxOutputBytes"?, "cwdRoots"?, "redis"?, "queue"?, "maxRunning"?, "lockMs"? }' },
   )
   .describe("Limits of the subagent tasks this configuration's runtime hosts.");
 

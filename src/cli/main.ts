@@ -11,6 +11,7 @@ import { runCommand, RUN_HELP } from "./run.js";
 import { taskCommand, tasksCommand, TASK_HELP, TASKS_HELP } from "./tasks.js";
 import { toolsCommand, TOOLS_HELP } from "./tools.js";
 import { workflowCommand, WORKFLOW_HELP } from "./workflow.js";
+import { workerCommand, WORKER_HELP } from "./worker.js";
 
 export const HELP = `codemode — run model-written JavaScript in a sandbox with async tool bindings
 
@@ -29,6 +30,8 @@ Usage:
                          the tools a program can call with this configuration
   codemode mcp [--all-tools] [--no-output-schemas] [--declarations-budget <bytes>]
                          serve the runtime over MCP on stdio (ptc_run_code, ptc_*, tool_search, tool_info)
+  codemode worker [--config <file>] [--concurrency <n>]
+                         run subagent tasks from the configuration's Redis queue (docs/distributed.md)
   codemode init [--force]
                          write a starter codemode.json, a sample agent and hello.js
   codemode help [command]   (or codemode <command> -h)
@@ -57,6 +60,7 @@ const COMMANDS: Record<string, { run: Command; help: string }> = {
   tools: { run: toolsCommand, help: TOOLS_HELP },
   workflow: { run: workflowCommand, help: WORKFLOW_HELP },
   init: { run: initCommand, help: INIT_HELP },
+  worker: { run: workerCommand, help: WORKER_HELP },
 };
 
 export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {

@@ -22,7 +22,9 @@ import {
   type ToolDescriptor,
   type ToolHooks,
 } from "../tools/index.js";
-import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type AgentInput } from "../tasks/index.js";
+import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type AgentInput, type TaskStore, type WorkerInfo } from "../tasks/index.js";
+import { queueNameProblem, redisUrlProblem } from "../tasks/redis/connection.js";
+import type { RemoteQueue } from "../tasks/remote.js";
 import { ensurePrivateDir, PrivateTempDir } from "../safe-fs.js";
 import { keepRuntimeFilesOut } from "../workspace/index.js";
 import { childToolProvider, codemodeScriptRunner, ptcTools } from "../ptc/index.js";
@@ -53,7 +55,27 @@ export interface CodemodeOptions {
    * nesting (3), SIGTERM→SIGKILL grace (5000 ms), output kept per task (16 MiB), longest stdout
    * line of a line protocol (4 MiB), and the directories a task's `cwd` may be in (default: `cwd`).
    */
-  tasks?: { maxRunning?: number; maxQueued?: number; maxDepth?: number; killGraceMs?: number; maxOutputBytes?: number; maxLineBytes?: number; cwdRoots?: readonly string[] };
+  tasks?: {
+    maxRunning?: number;
+    maxQueued?: number;
+    maxDepth?: number;
+    killGraceMs?: number;
+    maxOutputBytes?: number;
+    maxLineBytes?: number;
+    cwdRoots?: readonly string[];
+    /**
+     * A Redis server (`redis://[user:password@]host:port[/db]`; a password may instead come from
+     * CODEMODE_REDIS_PASSWORD): task records and logs live there, and script, command and openai
+     * tasks are queued for `codemode worker` processes (BullMQ). Absent: the embedded store.
+     */
+    redis?: string;
+    /** The queue's name on that server (default "codemode-tasks"). */
+    queue?: string;
+    /** How long a worker may go silent before its tasks are lost (default 30000 ms). */
+    lockMs?: number;
+    /** This runtime is a queue worker (set by `codemode worker`): the tasks it claims name it. */
+    worker?: WorkerInfo;
+  };
   /**
    * Full paths of host tools that never change anything (default: the workspace's read-only
    * tools). Read-only agents reach only these; an upstream MCP tool counts only when listed here
@@ -383,9 +405,11 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   // Script agents run programs on this very runtime; the runner exists once the runtime does.
   let runScript: ReturnType<typeof codemodeScriptRunner> | undefined;
   let childTools: ReturnType<typeof childToolProvider> | undefined;
-  const store = createTaskStore({ dataDir });
+  const { store, remote } = await openTaskBackend(options.tasks, dataDir);
   const tasks = new TaskHost({
     store,
+    ...(remote ? { remote } : {}),
+    ...(options.tasks?.worker ? { worker: options.tasks.worker } : {}),
     agents,
     cwd,
     dataDir,
@@ -469,4 +493,20 @@ function checkRunOptions(options: RunOptions, where: string): InternalRunOptions
     throw new TypeError(`${where}.resultView must be "compact" or "full", got ${describe(options.resultView)}`);
   }
   return { ...options, limits: checkLimits(options.limits, `${where}.limits`) };
+}
+
+/** The embedded store (SQLite in the data dir, else memory), or Redis and its queue when configured. */
+async function openTaskBackend(tasks: CodemodeOptions["tasks"], dataDir: string | undefined): Promise<{ store: TaskStore; remote?: RemoteQueue }> {
+  if (tasks?.redis === undefined) return { store: createTaskStore({ dataDir }) };
+  const urlProblem = redisUrlProblem(tasks.redis);
+  // The URL may hold a password: the message says what is wrong with it, never what it is.
+  if (urlProblem) throw new TypeError(`options.tasks.redis ${urlProblem}`);
+  if (tasks.queue !== undefined && queueNameProblem(tasks.queue)) throw new TypeError(`options.tasks.queue ${queueNameProblem(tasks.queue)}, got ${describe(tasks.queue)}`);
+  if (tasks.lockMs !== undefined && (!Number.isSafeInteger(tasks.lockMs) || tasks.lockMs < 1000)) throw new RangeError(`options.tasks.lockMs must be an integer of at least 1000 ms, got ${describe(tasks.lockMs)}`);
+  // BullMQ, ioredis and the store's thread load only for a runtime that uses them.
+  const [{ BullRemoteQueue }, { RedisTaskStore, redisTarget }] = await Promise.all([import("../tasks/redis/queue.js"), import("../tasks/redis/store.js")]);
+  const target = redisTarget({ url: tasks.redis, ...(tasks.queue !== undefined ? { queue: tasks.queue } : {}), ...(tasks.lockMs !== undefined ? { lockMs: tasks.lockMs } : {}) });
+  const store = new RedisTaskStore(target);
+  // Connection trouble of the queue reaches the host's warnings, as the store's own does.
+  return { store, remote: new BullRemoteQueue(target, (message) => store.warn(message)) };
 }

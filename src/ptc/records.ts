@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { TASK_STATUSES, headPreview, PREVIEW_BYTES, type TaskRecord, type Usage, type TaskHost } from "../tasks/index.js";
+import { LOST_REASONS, TASK_STATUSES, headPreview, PREVIEW_BYTES, type TaskRecord, type Usage, type TaskHost } from "../tasks/index.js";
 
 export const usageSchema = z.object({
   input: z.number().describe("Input tokens, counted by the host"),
@@ -41,7 +41,8 @@ export const taskRecordSchema = z.object({
   ended_at: z.string().optional(),
   duration_ms: z.number().int().optional(),
   exit_code: z.number().int().optional(),
-  lost_reason: z.enum(["host_exited_while_running", "lost_on_restart"]).optional(),
+  lost_reason: z.enum(LOST_REASONS).optional(),
+  worker: z.object({ id: z.string(), host: z.string(), pid: z.number().int() }).optional().describe("The queue worker that ran the task (Redis backend)"),
   stop_reason: z.string().optional(),
   usage: usageSchema.optional(),
   report_channel: reportChannelSchema.optional(),
@@ -83,6 +84,7 @@ export function toSnake(r: TaskRecord): SnakeRecord {
   if (r.reportChannel !== undefined) out.report_channel = r.reportChannel;
   if (r.readOnlyTier !== undefined) out.read_only_tier = r.readOnlyTier;
   if (r.report !== undefined) out.report = structuredClone(r.report);
+  if (r.worker !== undefined) out.worker = { ...r.worker };
   return out;
 }
 

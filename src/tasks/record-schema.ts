@@ -2,7 +2,7 @@
 // dir may have been written by an older host, by a buggy one, or by hand: one that does not fit
 // is set aside (quarantined) with a warning instead of stopping every command that reads tasks.
 import { z } from "zod";
-import { TASK_STATUSES, type TaskRecord } from "./types.js";
+import { LOST_REASONS, TASK_STATUSES, type TaskRecord } from "./types.js";
 
 export const TASK_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -34,7 +34,7 @@ const recordSchema = z.object({
   endedAt: time.optional(),
   exitCode: z.number().int().optional(),
   errorMessage: z.string().optional(),
-  lostReason: z.enum(["host_exited_while_running", "lost_on_restart"]).optional(),
+  lostReason: z.enum(LOST_REASONS).optional(),
   stopReason: z.string().optional(),
   usage: usage.optional(),
   reportChannel: z.enum(["tool", "prompt-json", "none", "opted-out"]).optional(),
@@ -43,6 +43,7 @@ const recordSchema = z.object({
   outputBytes: count,
   outputCutBytes: count.optional(),
   processes: z.object({ pgid: z.number().int().positive(), startTime: z.string(), pidNamespace: z.string().optional() }).optional(),
+  worker: z.object({ id: z.string(), host: z.string(), pid: z.number().int() }).optional(),
 });
 
 /** The record in a row's JSON, or the reason it cannot be served. */

@@ -10,7 +10,16 @@ export function isTerminal(status: TaskStatus): boolean {
 
 export type ReportChannel = "tool" | "prompt-json" | "none" | "opted-out";
 export type ReadOnlyTier = "enforced" | "advisory";
-export type LostReason = "host_exited_while_running" | "lost_on_restart";
+export const LOST_REASONS = ["host_exited_while_running", "lost_on_restart", "worker_lost"] as const;
+/** `worker_lost`: the queue worker running the task died or lost Redis (its lock expired). */
+export type LostReason = (typeof LOST_REASONS)[number];
+
+/** The queue worker that ran a task (Redis backend only). */
+export interface WorkerInfo {
+  id: string;
+  host: string;
+  pid: number;
+}
 /** `workflow`: not an agent but a workflow's graph, run in-process by the host (see SpawnRequest.workflow). */
 export type DriverKind = "script" | "command" | "openai" | "function" | "workflow";
 
@@ -86,6 +95,8 @@ export interface TaskRecord {
   outputCutBytes?: number;
   /** A command task's process group, recorded when it started. */
   processes?: TaskProcessGroup;
+  /** The queue worker that took the task (Redis backend): where its processes run. */
+  worker?: WorkerInfo;
 }
 
 export function zeroUsage(): Usage {

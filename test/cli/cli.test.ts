@@ -85,7 +85,7 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
     ["bad timeout", ["run", "x.js", "--timeout", "soon"], undefined, 'codemode run: --timeout must be a duration from 1ms to 600s, like 5000, 5000ms, 30s or 2m; got "soon"\nRun codemode help for usage.\n'],
     ["timeout without value", ["run", "x.js", "--timeout"], undefined, "codemode run: --timeout needs a value <duration>\nRun codemode help for usage.\n"],
     ["bad session", ["run", "x.js", "--session", "a b"], undefined, 'codemode run: --session must be 1–200 letters, digits, "_", ".", ":", "@" or "-", got "a b"\nRun codemode help for usage.\n'],
-    ["unknown command", ["rn"], undefined, 'codemode: unknown command "rn"; did you mean "run"? Commands: run, mcp, tasks, task, tools, workflow, init, help\nRun codemode help for usage.\n'],
+    ["unknown command", ["rn"], undefined, 'codemode: unknown command "rn"; did you mean "run"? Commands: run, mcp, tasks, task, tools, workflow, init, worker, help\nRun codemode help for usage.\n'],
     ["--config names no file", ["run", "x.js", "--config", "nope.json"], undefined, "--config: no configuration file at nope.json\n"],
     ["mcp takes no arguments", ["mcp", "github"], undefined, "codemode mcp: takes no arguments, got github; configure upstream servers in codemode.json\nRun codemode help for usage.\n"],
     ["config: not JSON", ["run", "x.js"], "{ limits: 1", 'codemode.json:1:3: not valid JSON: "limits" is not a JSON value (names and strings go in double quotes)\n'],
