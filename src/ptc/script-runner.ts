@@ -18,7 +18,7 @@ export interface ProgramHost {
     },
   ): Promise<{
     content: Array<{ type: "text"; text: string }>;
-    structuredContent: { status: "ok" | "error"; error?: { kind: string; message: string } };
+    structuredContent: { status: "ok" | "error" | "interrupted"; error?: { kind: string; message: string } };
   }>;
 }
 
