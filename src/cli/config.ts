@@ -45,13 +45,15 @@ export interface CodemodeConfig {
    */
   workspace: false | { write: boolean; root?: string };
   tasks: TasksConfig;
+  /** Tool ids (as `codemode tools` lists them) whose every call needs a person's approval (docs/approvals.md). */
+  approvals: { required: string[] };
 }
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
 }
 
-const TOP_KEYS = ["$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace", "tasks"];
+const TOP_KEYS = ["$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace", "tasks", "approvals"];
 const SERVER_KEYS = ["command", "args", "env", "cwd", "type", "readOnlyTools"];
 const SERVER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 
@@ -185,5 +187,16 @@ export function parseConfig(raw: unknown, where: { base: string; at?: string }):
     }
   }
 
-  return { limits, dataDir, agentsDir, mcpServers, workspace, tasks };
+  const approvals = { required: [] as string[] };
+  if (raw.approvals !== undefined) {
+    if (!isObject(raw.approvals)) throw new ConfigError(`${at}: "approvals" must be an object { "required": [tool ids] }, got ${kind(raw.approvals)}`);
+    unknownKeys(`${at}: approvals`, raw.approvals, ["required"]);
+    const required = raw.approvals.required;
+    if (!Array.isArray(required) || required.some((id) => typeof id !== "string" || id === "")) {
+      throw new ConfigError(`${at}: "approvals.required" must be an array of tool ids (such as "write_file" or "github.create_issue"), got ${kind(required)}`);
+    }
+    approvals.required = [...required] as string[];
+  }
+
+  return { limits, dataDir, agentsDir, mcpServers, workspace, tasks, approvals };
 }

@@ -55,6 +55,8 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
       tasks: { ...(config.tasks.maxOutputBytes !== undefined ? { maxOutputBytes: config.tasks.maxOutputBytes } : {}), ...(config.tasks.cwdRoots ? { cwdRoots: [cwd, ...config.tasks.cwdRoots] } : {}) },
       ...(options.warm === false ? { workers: { min: 0 } } : {}),
       ...(options.declarations ? { declarations: options.declarations } : {}),
+      // Tools the configuration gates: every call asks a person (a terminal, an MCP client, or a continuation).
+      ...(config.approvals.required.length > 0 ? { hooks: { approve: gateByConfig(new Set(config.approvals.required)) } } : {}),
     });
   } catch (error) {
     await upstreams.close();
@@ -87,4 +89,8 @@ function dataDirOf(dir: string): string {
     if (code === "EROFS" || code === "EACCES" || code === "EPERM") return dir;
     throw error;
   }
+}
+
+function gateByConfig(required: ReadonlySet<string>): NonNullable<CodemodeOptions["hooks"]>["approve"] {
+  return (event) => (required.has(event.tool.id) ? "ask" : undefined);
 }
