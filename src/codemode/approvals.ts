@@ -131,7 +131,8 @@ export function checkAnswers(value: unknown, where: string): Map<string, { decis
 
 /** What the interrupted result's content says: which call waits for whose decision, and how to answer. */
 export function interruptedText(pending: readonly { approval_id: string; tool: string; input: Record<string, unknown> }[], resumeHint: string): string {
-  const lines = pending.map((p) => `- ${p.approval_id}: tools.${p.tool}(${boundedJson(p.input)})`);
+  const lines = pending.slice(0, LISTED_CALLS).map((p) => `- ${p.approval_id}: tools.${p.tool}(${boundedJson(p.input)})`);
+  if (pending.length > LISTED_CALLS) lines.push(`- … and ${pending.length - LISTED_CALLS} more (all in structuredContent.pending_approvals)`);
   const one = pending.length === 1;
   return [
     `The program stopped before ${one ? "a call that needs" : `${pending.length} calls that need`} a person's approval; nothing of ${one ? "it" : "them"} has run:`,
@@ -141,7 +142,11 @@ export function interruptedText(pending: readonly { approval_id: string; tool: s
   ].join("\n");
 }
 
+/** Pending calls listed in the content, and the longest input shown whole: the content is for a model. */
+const LISTED_CALLS = 20;
+const INPUT_CHARS = 1_000;
+
 function boundedJson(value: unknown): string {
   const json = JSON.stringify(value) ?? "";
-  return json.length > 2000 ? `${json.slice(0, 2000)}… [${json.length - 2000} characters cut]` : json;
+  return json.length > INPUT_CHARS ? `${json.slice(0, INPUT_CHARS)}… [${json.length - INPUT_CHARS} characters cut]` : json;
 }

@@ -31,7 +31,7 @@ import { describeReceived as describe } from "../text.js";
 import { executeRun, type ApprovalAsker, type Resumption, type RunApprovals } from "./run.js";
 import { checkAnswers, RememberedApprovals, type ApprovalAnswerInput, type RememberedApproval } from "./approvals.js";
 import { codeDigest, ContinuationError, ContinuationVault, type PendingApproval } from "./continuation.js";
-import { hasApprovalPolicy } from "../tools/index.js";
+import { hasApprovalPolicy, type ApprovalGate } from "../tools/index.js";
 import { SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
 import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
@@ -130,6 +130,20 @@ export interface InternalRunOptions extends RunOptions {
   resume?: Resumption;
   /** How an interrupted result tells its reader to resume (default: the library call). */
   resumeHint?: RunApprovals["resumeHint"];
+}
+
+/** The gate of a direct call: the person is asked when it needs them; no answer refuses it (nothing can be resumed). */
+function directApproval(ask: NonNullable<RunOptions["askApproval"]>, signal: AbortSignal): ApprovalGate {
+  return async (request) => {
+    if (!request.required) return "allow";
+    const id = "call_1";
+    const answers = await ask([{ approval_id: id, tool: request.tool.id, input: request.input, digest: request.digest }], signal).catch(() => undefined);
+    const answer = answers?.[id];
+    const decision = typeof answer === "string" ? answer : answer?.decision;
+    if (decision === "allow") return "allow";
+    if (decision === "deny") return { deny: `tool "${request.tool.id}" call denied: the person asked to approve it said no; the tool did not run` };
+    return { deny: `tool "${request.tool.id}" needs a person's approval before it runs, and nobody answered; the tool did not run`, reason: "approval_required" };
+  };
 }
 
 /** The library's way to resume, as an interrupted run's content states it. */
@@ -330,6 +344,8 @@ export class Codemode {
         outputBudget: this.limits.outputBudget,
         boundOutput,
         development: this.options.development ?? false,
+        // Called directly, a call that needs a person is asked when someone can be (an MCP client's elicitation).
+        ...(options.askApproval ? { approval: directApproval(options.askApproval, signal) } : {}),
       });
       // A program that failed is an error result for the model, though the tool itself worked.
       if (tool.name === RUN_CODE_TOOL && (result.structuredContent as { status?: string } | undefined)?.status === "error") result.isError = true;

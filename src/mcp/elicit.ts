@@ -9,9 +9,12 @@ import type { PendingApproval } from "../codemode/continuation.js";
 
 /** Longest input shown per call in the form's message; the person sees the rest in the program. */
 const INPUT_CHARS = 1_000;
+/** Calls put in one form; the calls past it get no answer, so the run interrupts for them. */
+const FORM_CALLS = 20;
 
 export function elicitingAsker(server: Server): (pending: PendingApproval[], signal: AbortSignal) => Promise<Record<string, ApprovalAnswerInput> | undefined> {
-  return async (pending, signal) => {
+  return async (all, signal) => {
+    const pending = all.slice(0, FORM_CALLS);
     const lines = pending.map((p) => {
       const json = JSON.stringify(p.input);
       return `- tools.${p.tool}(${json.length > INPUT_CHARS ? `${json.slice(0, INPUT_CHARS)}… [${json.length - INPUT_CHARS} characters cut]` : json})`;

@@ -16,14 +16,14 @@ export interface ApprovalRequest {
   tool: Tool;
   /** The input as sent (after a preCall patch), `result_view` included. */
   input: Record<string, unknown>;
-  /** `approvalDigest(tool.id, input)`: what remembered approvals match. */
+  /** `approvalDigest(tool.id, input)`: what remembered approvals match ("" when no decision is needed). */
   digest: string;
   /** A person's decision is needed (the host's `approve` hook or the tool's own `approval` said so). */
   required: boolean;
 }
 
 /** The gate's answer: run the call, or refuse it with this message (tool_denied / approval_denied). */
-export type ApprovalAnswer = "allow" | { deny: string };
+export type ApprovalAnswer = "allow" | { deny: string; reason?: "approval_denied" | "approval_required" };
 
 /**
  * Who decides at the gate. Called for every call when given (a program's run also holds calls
@@ -440,7 +440,8 @@ async function invoke(tool: Tool, input: unknown, options: InvokeOptions, forPro
  */
 async function passApprovalGate(tool: Tool, impl: ToolInternals, input: Record<string, unknown>, ctx: ToolContext, hooks: ToolHooks | undefined, gate: ApprovalGate | undefined): Promise<void> {
   if (!hooks?.approve && impl.approval === undefined && gate === undefined) return;
-  const digest = approvalDigest(tool.id, input);
+  // The digest costs a canonical JSON of the input: only for the hook, or for a call that needs a person.
+  let digest = hooks?.approve ? approvalDigest(tool.id, input) : "";
   let toolRequires = false;
   if (impl.approval === "required") toolRequires = true;
   else if (impl.approval !== undefined) {
@@ -472,6 +473,7 @@ async function passApprovalGate(tool: Tool, impl: ToolInternals, input: Record<s
       : "nothing here can ask a person: call it from a program (ptc_run_code or cm.run), which stops and asks";
     throw new ToolError("tool_denied", `tool "${tool.id}" needs a person's approval before it runs, and ${where}`, { reason: "approval_required" });
   }
+  if (required && digest === "") digest = approvalDigest(tool.id, input);
   const answer = await gate({ tool, input, digest, required });
-  if (answer !== "allow") throw new ToolError("tool_denied", answer.deny, { reason: "approval_denied" });
+  if (answer !== "allow") throw new ToolError("tool_denied", answer.deny, { reason: answer.reason ?? "approval_denied" });
 }

@@ -55,10 +55,22 @@ const probe = defineTool({
   },
 });
 
+const slow = defineTool({
+  name: "slow",
+  description: "Answers after input.ms milliseconds",
+  input: z.object({ ms: z.number() }),
+  output: z.object({ waited: z.number() }),
+  execute: async ({ ms }) => {
+    executed.push({ tool: "slow", input: { ms }, key: undefined });
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return { waited: ms };
+  },
+});
+
 const open: Codemode[] = [];
 const dirs: string[] = [];
 async function make(options: CodemodeOptions = {}): Promise<Codemode> {
-  const cm = await createCodemode({ tools: [lookup, deploy, send, probe], workers: { max: 2 }, ...options });
+  const cm = await createCodemode({ tools: [lookup, deploy, send, probe, slow], workers: { max: 2 }, ...options });
   open.push(cm);
   return cm;
 }
@@ -215,6 +227,39 @@ describe("a gated call interrupts the program", () => {
     const n = Number((executed[0]!.input as { q: string }).q);
     const done = await cm.resume(first.structuredContent.continuation!, { approvals: { call_2: "allow" } });
     expect(done.structuredContent.value).toBe(n);
+  });
+
+  it("timers race recorded results as they did: a replayed result comes back no earlier than it first did", async () => {
+    const cm = await make();
+    // Wide margins (5 ms against 400 ms): which wins does not depend on the machine's load.
+    const code = `
+      const first = await Promise.race([tools.slow({ ms: 400 }).then(() => "tool"), sleep(5).then(() => "timer")]);
+      const second = await Promise.race([tools.slow({ ms: 1 }).then(() => "tool"), sleep(400).then(() => "timer")]);
+      const order = [];
+      await Promise.all([tools.slow({ ms: 120 }).then(() => order.push("slow")), tools.slow({ ms: 2 }).then(() => order.push("fast"))]);
+      await tools.deploy({ env: "x" });
+      return { first, second, order };`;
+    const run = await cm.run(code);
+    expect(run.structuredContent.status).toBe("interrupted");
+    const done = await cm.resume(run.structuredContent.continuation!, { approvals: { call_5: "allow" } });
+    expect(done.structuredContent.value).toStrictEqual({ first: "timer", second: "tool", order: ["fast", "slow"] });
+    expect(count("slow")).toBe(4);
+  });
+
+  it("a flood of gated calls is asked at once, bounded in the content; the next run works", async () => {
+    const cm = await make();
+    const run = await cm.run(`await Promise.all(Array.from({ length: 300 }, (_, i) => tools.deploy({ env: "e" + i + "x".repeat(3000) })));`);
+    const sc = run.structuredContent;
+    expect(sc.pending_approvals!.length).toBe(300);
+    expect(sc.pending_approvals![299]!.approval_id).toBe("call_300");
+    const text = run.content[0]!.text;
+    expect(text.split("\n").filter((line) => line.startsWith("- call_")).length).toBe(20);
+    expect(text).toContain("- … and 280 more (all in structuredContent.pending_approvals)");
+    const json = JSON.stringify({ env: `e0${"x".repeat(3000)}` });
+    expect(text).toContain(`- call_1: tools.deploy(${json.slice(0, 1000)}… [${json.length - 1000} characters cut])`);
+    expect(Buffer.byteLength(text)).toBeLessThan(40_000);
+    expect(executed).toStrictEqual([]);
+    expect((await cm.run(`return 1 + 1`)).structuredContent.value).toBe(2);
   });
 
   it("runs without any gated tool keep the guest's own clock and random (nothing is recorded)", async () => {

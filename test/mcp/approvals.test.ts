@@ -93,6 +93,19 @@ describe("approvals over MCP", () => {
     expect(deploys).toStrictEqual(["prod", "prod", "prod"]);
   });
 
+  it("a gated host tool called directly is asked through elicitation; without an answer it is refused", async () => {
+    const { client } = await connect({ capabilities: { elicitation: { form: {} } } });
+    let action: "accept" | "cancel" = "accept";
+    client.setRequestHandler(ElicitRequestSchema, async () => (action === "accept" ? { action, content: { call_1: "allow" } } : { action }));
+    const result = await client.callTool({ name: "deploy", arguments: { env: "eu" } });
+    expect(result.structuredContent).toStrictEqual({ deployed: "eu" });
+    action = "cancel";
+    const refused = await client.callTool({ name: "deploy", arguments: { env: "us" } });
+    expect(refused.isError).toBe(true);
+    expect((refused.content as Array<{ text: string }>)[0]!.text).toContain(`tool "deploy" needs a person's approval before it runs, and nobody answered; the tool did not run`);
+    expect(deploys).toStrictEqual(["eu"]);
+  });
+
   it("a client that cancels the form gets the continuation, as one without elicitation would", async () => {
     const { client } = await connect({ capabilities: { elicitation: { form: {} } } });
     client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "cancel" }));
