@@ -82,7 +82,7 @@
     readings = [];
     const now = { now() {
       let v;
-      if (at < clock.length) { v = clock[at]; if (--left <= 0) { at += 2; left = clock[at + 1]; } } else v = apply(realNow, RealDate, []);
+      if (at < clock.length) { v = clock[at]; if (--left <= 0) { at += 2; left = clock[at + 1]; } } else v = realNow();
       const n = readings.length;
       if (n && readings[n - 2] === v) readings[n - 1]++; else { readings[n] = v; readings[n + 1] = 1; }
       return v;
