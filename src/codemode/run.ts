@@ -319,6 +319,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
       }
       ledger.push({ ...call, order: settledCount++, at: round(performance.now() - started) });
       handle.settle(state.record.id, call.ok, call.json);
+      checkQuiet();
     }
   }
 
@@ -334,17 +335,22 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
    * is, every later call stops here too, unrun.
    */
   async function gate(state: CallState, request: ApprovalRequest): Promise<ApprovalAnswer> {
-    if (interrupting && state.seq > firstGate! && !request.required) return park(state);
-    if (!request.required) return "allow";
+    // Issued after the call the run stops for: it runs (or is decided again) when the program resumes.
+    const afterGate = interrupting && state.seq > firstGate!;
+    if (!request.required) return afterGate ? park(state) : "allow";
     const entry = { approval_id: `call_${state.seq}`, tool: request.tool.id, input: request.input, digest: request.digest };
     const answered = resume?.state.pending.find((p) => p.seq === state.seq && p.digest === request.digest);
     const answer = answered ? resume!.answers.get(answered.approval_id) : undefined;
     if (answer) {
       if (answer.remember) approvals!.remembered.remember({ session: settings.session, tool: entry.tool, digest: entry.digest, decision: answer.decision, input: entry.input });
+      if (afterGate) return park(state);
       return answer.decision === "allow" ? "allow" : { deny: denial(entry.tool, answer.reason) };
     }
     const remembered = approvals!.remembered.match(settings.session, request.digest);
-    if (remembered) return remembered.decision === "allow" ? "allow" : { deny: denial(entry.tool, "a decision remembered for this session") };
+    if (remembered) {
+      if (afterGate) return park(state);
+      return remembered.decision === "allow" ? "allow" : { deny: denial(entry.tool, "a decision remembered for this session") };
+    }
     if (approvals!.ask && !interrupting) {
       const asked = await askPerson(entry, state.controller.signal);
       if (asked) {
@@ -406,7 +412,8 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
    */
   function checkQuiet(): void {
     if (!interrupting || interrupted) return;
-    const quiet = () => running === 0 && queue.length === 0;
+    // Recorded results still on their way back count too: stopping before them would lose them from the next ledger.
+    const quiet = () => running === 0 && queue.length === 0 && ready.size === 0;
     if (!quiet()) return;
     setImmediate(() => {
       if (interrupted || !quiet()) return;

@@ -296,6 +296,19 @@ describe("remembered approvals", () => {
     expect(count("send")).toBe(4);
   });
 
+  it("a remembered call issued after the one the run stops for waits too, and runs once on resume", async () => {
+    const cm = await make();
+    const first = await cm.run(`return (await tools.deploy({ env: "eu" })).deployed;`, { session: "r" });
+    await cm.resume(first.structuredContent.continuation!, { approvals: { call_1: { decision: "allow", remember: true } } });
+    executed = [];
+    const run = await cm.run(`return (await Promise.all([tools.deploy({ env: "us" }), tools.deploy({ env: "eu" })])).map((d) => d.deployed);`, { session: "r" });
+    expect(run.structuredContent.pending_approvals!.map((p) => p.approval_id)).toStrictEqual(["call_1"]);
+    expect(executed).toStrictEqual([]);
+    const done = await cm.resume(run.structuredContent.continuation!, { approvals: { call_1: "allow" } });
+    expect(done.structuredContent.value).toStrictEqual(["us", "eu"]);
+    expect(executed.map((e) => (e.input as { env: string }).env).sort()).toStrictEqual(["eu", "us"]);
+  });
+
   it("are listed and revoked from the API; a revoked approval asks again", async () => {
     const cm = await make();
     const first = await cm.run(`return (await tools.deploy({ env: "prod" })).deployed;`, { session: "ops" });
