@@ -7,7 +7,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypt
 import { closeSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { deflateRawSync, inflateRawSync } from "node:zlib";
-import { createExclusive, ensurePrivateDir, readRegularFile, removeFile, replaceFileAtomic } from "../safe-fs.js";
+import { createExclusive, ensurePrivateDir, readRegularFile, removeFile, replaceFileAtomic, UnsafeFileError } from "../safe-fs.js";
 import type { Limits } from "./limits.js";
 import type { ResultView } from "../tools/index.js";
 import type { LedgerCall } from "./ledger.js";
@@ -151,7 +151,14 @@ export class ContinuationVault {
       const id = token.slice(PREFIX_KEPT.length);
       if (!ID.test(id)) throw malformed();
       if (this.wasUsed(id)) throw usedError();
-      const json = this.dir ? readRegularFile(join(this.dir, `${id}.json`), { maxBytes: MAX_KEPT_BYTES + 1 })?.toString("utf8") : this.kept.get(id);
+      let json: string | undefined;
+      try {
+        json = this.dir ? readRegularFile(join(this.dir, `${id}.json`), { maxBytes: MAX_KEPT_BYTES })?.toString("utf8") : this.kept.get(id);
+      } catch (error) {
+        // A link, a FIFO or an oversized file in its place was not written by this runtime.
+        if (error instanceof UnsafeFileError) throw new ContinuationError("tampered", `this continuation's state in the data dir was replaced (${error.message}); run the program again`);
+        throw error;
+      }
       if (json === undefined) throw new ContinuationError("unknown", "this continuation is unknown here: it was never issued by this runtime (or its data dir), or its state was removed; run the program again");
       try {
         state = JSON.parse(json) as SuspendedRun;

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -387,6 +388,19 @@ describe("continuations cannot be forged", () => {
     expect(done.structuredContent.value).toStrictEqual({ deployed: "prod", after: "v:build" });
     await expect(twin.resume(token, { approvals: { call_2: "allow" } })).rejects.toMatchObject({ reason: "used" });
     expect(executed.map((e) => e.tool)).toStrictEqual(["lookup", "deploy"]);
+  });
+
+  it("a run whose state is too large for a signed continuation ends with an error saying so; the next run works", async () => {
+    const noise = defineTool({ name: "noise", description: "900 KiB of random text", input: z.object({}), execute: async () => randomBytes(900 * 1024).toString("base64") });
+    const cm = await createCodemode({ tools: [noise, deploy], workers: { max: 1 }, approvals: { key: "k".repeat(32) } });
+    open.push(cm);
+    const result = await cm.run(`const n = await tools.noise({}); await tools.deploy({ env: "prod" }); return n.length;`);
+    expect(result.structuredContent.status).toBe("error");
+    expect(result.structuredContent.error!.kind).toBe("exception");
+    expect(result.structuredContent.error!.message).toMatch(/^the program stopped for an approval, but it cannot be resumed: the run's state \(\d+ bytes signed\) is more than a signed continuation may carry \(1048576\); the results the program received before the approval are too large — configure no signing key so the state is kept in the data dir$/);
+    expect(Object.hasOwn(result.structuredContent, "continuation")).toBe(false);
+    expect(count("deploy")).toBe(0);
+    expect((await cm.run(`return (await tools.deploy({ env: "x" }).catch((e) => e.reason))`)).structuredContent.status).toBe("interrupted");
   });
 
   it("a changed program is refused before any call; answers for calls that are not waiting are refused", async () => {
