@@ -63,12 +63,12 @@
       set: refuse, defineProperty: refuse, deleteProperty: refuse, setPrototypeOf: refuse,
     });
   }
-  // Replay (approvals; src/codemode/ledger.ts): with `config.determinism`, Math.random is seeded
-  // and Date.now()/new Date() answer first from an earlier run's readings, then from the clock.
-  // The readings, as [value, repeats] pairs, leave with the next tool call: "~" JSON "~" args.
-  const det = config.determinism, RealDate = Date, realNow = Date.now, construct = Reflect.construct;
+  // Replay (approvals; src/codemode/ledger.ts): for a run with `config.determinism`, Math.random is
+  // seeded and Date.now()/new Date() answer first from an earlier run's readings, then from the
+  // clock. The readings, as [value, repeats] pairs, leave with the next tool call: "~" JSON "~" args.
+  const RealDate = Date, realNow = Date.now, construct = Reflect.construct;
   let readings = null;
-  if (det) {
+  function replayable(det) {
     let [a, b, c, d] = det.seed, at = 0;
     const clock = det.clock;
     let left = clock[1];
@@ -97,6 +97,8 @@
     define(ReplayDate, "now", { value: now, writable: true, configurable: true });
     define(g, "Date", { value: ReplayDate, writable: true, configurable: true });
   }
+  if (config.determinism) replayable(config.determinism);
+
   // `parsed`: the arguments of then(parse) for every call, one array (a frozen one is slower to apply).
   const root = create(null), branches = create(null), parsed = [parse];
   for (const path of config.tools) {
