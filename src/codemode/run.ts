@@ -382,13 +382,19 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     });
   }
 
-  /** Asks the person for calls that reached the gate together, in one question. */
+  /**
+   * Asks the person for calls that reached the gate together, in one question, and one question
+   * at a time: calls that reach it while the person is being asked wait for the next one.
+   */
   let asking: { entries: PendingApproval[]; answers: Promise<Record<string, ApprovalAnswerInput> | undefined> } | undefined;
+  let asked: Promise<unknown> = Promise.resolve();
   async function askPerson(entry: PendingApproval, signal: AbortSignal): Promise<{ decision: "allow" | "deny"; remember: boolean; reason?: string } | undefined> {
     if (!asking) {
       const batch: PendingApproval[] = [];
-      const answers = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      const answers = Promise.all([asked, new Promise<void>((resolve) => setImmediate(resolve))]).then(() => {
         asking = undefined;
+        // Once the run is stopping for another call, these wait for the continuation with it.
+        if (interrupting || ended) return undefined;
         // A person who has not answered when the run's deadline nears gets the continuation instead.
         const left = limits.timeoutMs - (performance.now() - started) - ASK_MARGIN_MS;
         let timer: ReturnType<typeof setTimeout> | undefined;
@@ -396,6 +402,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
         return Promise.race([approvals!.ask!(batch, signal).catch(() => undefined), late]).finally(() => clearTimeout(timer));
       });
       asking = { entries: batch, answers };
+      asked = answers.catch(() => undefined);
     }
     asking.entries.push(entry);
     const answers = await asking.answers;

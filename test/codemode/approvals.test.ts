@@ -479,6 +479,30 @@ describe("who decides", () => {
     expect(unanswered.structuredContent.status).toBe("interrupted");
   });
 
+  it("askApproval is asked one question at a time: a call that reaches the gate meanwhile waits for the next", async () => {
+    let opened!: () => void;
+    const questionOpen = new Promise<void>((resolve) => (opened = resolve));
+    // Answers once the first question is being asked, so the second deploy reaches the gate during it.
+    const hold = defineTool({ name: "hold", description: "waits for the first question", input: z.object({}), execute: async () => (await questionOpen, "held") });
+    const cm = await createCodemode({ tools: [deploy, hold], workers: { max: 1 } });
+    open.push(cm);
+    let asking = 0;
+    let most = 0;
+    const questions: string[][] = [];
+    const result = await cm.run(`return (await Promise.all([tools.deploy({ env: "a" }), tools.hold({}).then(() => tools.deploy({ env: "b" }))])).map((d) => d.deployed);`, {
+      askApproval: async (pending) => {
+        most = Math.max(most, ++asking);
+        questions.push(pending.map((p) => (p.input as { env: string }).env));
+        opened();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        asking--;
+        return Object.fromEntries(pending.map((p) => [p.approval_id, "allow" as const]));
+      },
+    });
+    expect(result.structuredContent.value).toStrictEqual(["a", "b"]);
+    expect({ most, questions }).toStrictEqual({ most: 1, questions: [["a"], ["b"]] });
+  });
+
   it("a direct call of a gated tool is refused: nothing can ask", async () => {
     const cm = await make();
     const result = await cm.callTool("deploy", { env: "prod" });
