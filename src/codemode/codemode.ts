@@ -267,7 +267,7 @@ export class Codemode {
     if (typeof code !== "string") throw new TypeError(`code must be a string of JavaScript, got ${describe(code)}`);
     const limits = mergeLimits(this.limits, options.limits ?? {}, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
     const session = options.session ?? DEFAULT_SESSION;
-    const store = options.ephemeralSession ? new Map<string, string>() : this.sessions.get(session);
+    const sessionStore = options.ephemeralSession ? new Map<string, string>() : this.sessions.get(session);
     let tools: ReadonlyMap<string, Tool> = this.toolPaths;
     if (options.allowTools) {
       const allowed = new Map<string, Tool>();
@@ -281,6 +281,10 @@ export class Codemode {
     const approvals: RunApprovals | undefined = gated
       ? { remembered: this.remembered, vault: this.vault, resumeHint: options.resumeHint ?? libraryResumeHint, ...(options.askApproval ? { ask: options.askApproval as ApprovalAsker } : {}) }
       : undefined;
+    // A run that may stop for an approval writes to a copy: an interrupted run leaves the session
+    // as it found it, so its resume (which stores the same values again) replays from the same state.
+    const before = approvals ? new Map(sessionStore) : undefined;
+    const store = before ? new Map(before) : sessionStore;
     const filtered = options.allowTools !== undefined && options.taskId !== undefined;
     if (filtered) this.taskFilters.set(options.taskId!, options.allowTools!);
     const result = await executeRun(
@@ -311,6 +315,15 @@ export class Codemode {
     ).finally(() => {
       if (filtered) this.taskFilters.delete(options.taskId!);
     });
+    if (before && stored) {
+      if (result.structuredContent.status === "interrupted") stored = false;
+      else for (const key of new Set([...before.keys(), ...store.keys()])) {
+        const json = store.get(key);
+        if (json === before.get(key)) continue;
+        if (json === undefined) sessionStore.delete(key);
+        else sessionStore.set(key, json);
+      }
+    }
     if (stored && !options.ephemeralSession) {
       // The program ran and its calls took effect: a failed save is reported, not thrown.
       try {

@@ -420,6 +420,18 @@ describe("continuations cannot be forged", () => {
     expect(done.structuredContent.value).toStrictEqual({ deployed: "prod", after: "v:build" });
   });
 
+  it("an interrupted run leaves the session's store as it found it; the resumed run's writes are kept", async () => {
+    const cm = await make();
+    const code = `const n = (load("count") ?? 0) + 1; store("count", n); await tools.lookup({ q: String(n) }); await tools.deploy({ env: "prod" }); return n;`;
+    const first = await cm.run(code, { session: "st" });
+    expect(first.structuredContent.status).toBe("interrupted");
+    expect((await cm.run(`return load("count") ?? "unset"`, { session: "st" })).structuredContent.value).toBe("unset");
+    const done = await cm.resume(first.structuredContent.continuation!, { approvals: { call_2: "allow" } });
+    expect(done.structuredContent.value).toBe(1);
+    expect((await cm.run(`return load("count")`, { session: "st" })).structuredContent.value).toBe(1);
+    expect(count("lookup")).toBe(1);
+  });
+
   it("a replay whose calls diverge from the ledger is refused before any host call runs", async () => {
     const cm = await make();
     const code = `const n = load("n") ?? 0; await tools.lookup({ q: String(n) }); await tools.deploy({ env: "prod" }); return n;`;
