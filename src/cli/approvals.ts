@@ -6,7 +6,7 @@ import { createInterface } from "node:readline";
 import type { ApprovalAnswerInput } from "../codemode/approvals.js";
 import type { PendingApproval } from "../codemode/continuation.js";
 import type { RunResult } from "../codemode/run-result.js";
-import { parseArgs, UsageError } from "./args.js";
+import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { loadConfig } from "./config.js";
 import { EXIT_OK, forTerminal, write, type Io } from "./io.js";
 import { openRuntime } from "./runtime.js";
@@ -15,33 +15,42 @@ import { reportRun } from "./run.js";
 /** `codemode run` / `resume` exit code when the program stopped for an approval: resume it with the printed continuation. */
 export const EXIT_INTERRUPTED = 3;
 
-export const RESUME_HELP = `Usage: codemode resume <continuation> [--allow <id>]… [--deny <id>]… [--always <id>]… [--json]
+const RESUME_FLAGS = {
+  allow: { type: "string", value: "<id>", list: true, description: "run that call (repeat it, or give several ids separated by commas)" },
+  deny: { type: "string", value: "<id>", list: true, description: 'refuse it: the call rejects with code "tool_denied", reason "approval_denied"' },
+  always: { type: "string", value: "<id>", list: true, description: "run it, and the same call (same tool and input) for the rest of the session" },
+  json: { type: "boolean", short: "j", description: "print all three channels as JSON: content, structuredContent, details" },
+  config: CONFIG_FLAG,
+  help: HELP_FLAG,
+} satisfies FlagTable;
 
-Continues a program that stopped for approvals (codemode run printed its continuation and the
+export const RESUME_HELP = commandHelp({
+  usage: `codemode resume <continuation> ${usageFlags(RESUME_FLAGS)}`,
+  about: `Continues a program that stopped for approvals (codemode run printed its continuation and the
 approval ids). The program runs again from the start; the calls it completed before are answered
-from its record, not run again.
-
-  --allow <id>    run that call (repeat, or give several ids separated by commas)
-  --deny <id>     refuse it: the call rejects with code "tool_denied", reason "approval_denied"
-  --always <id>   run it, and the same call (same tool and input) for the rest of the session
-  --json          print all three channels as JSON
-  --config <file> the configuration to use instead of ./codemode.json
-
-When stdin and stderr are a terminal, calls it reaches without an answer are asked there.
+from its record, not run again.`,
+  flags: RESUME_FLAGS,
+  notes: `When stdin and stderr are a terminal, calls it reaches without an answer are asked there.
 Exit codes: 0 the program succeeded, 1 it failed, 2 usage error (or a continuation that is
-unknown, altered, expired or used), 3 it stopped for an approval again.
-`;
+unknown, altered, expired or used), 3 it stopped for an approval again.`,
+});
 
-export const APPROVALS_HELP = `Usage: codemode approvals [list] [--session <name>] [--json]
-       codemode approvals revoke [<digest>] [--session <name>]
+const APPROVALS_FLAGS = {
+  session: { type: "string", value: "<name>", short: "s", description: "only this session's approvals (list), or forget that session's (revoke)" },
+  json: { type: "boolean", short: "j", description: "list as JSON" },
+  config: CONFIG_FLAG,
+  help: HELP_FLAG,
+} satisfies FlagTable;
 
-Approvals remembered with "always" (or { decision, remember: true }), per session, in the data dir.
+export const APPROVALS_HELP = commandHelp({
+  usage: [`codemode approvals [list] ${usageFlags(APPROVALS_FLAGS)}`, "codemode approvals revoke [<digest>] [--session <name>]"],
+  about: `Approvals remembered with "always" (or { decision, remember: true }), per session, in the data dir.
 They match a call by its approval digest: the tool and its input without result_view.
-
   list              the remembered approvals (default): session, tool, decision, digest, input
   revoke <digest>   forget that approval (in --session only, when given)
-  revoke --session  forget every approval of that session
-`;
+  revoke --session  forget every approval of that session`,
+  flags: APPROVALS_FLAGS,
+});
 
 /** Asks on the terminal, one call at a time: y(es) allows, n(o) denies, a(lways) allows and remembers. */
 export function terminalAsker(io: Io): (pending: PendingApproval[], signal: AbortSignal) => Promise<Record<string, ApprovalAnswerInput> | undefined> {
@@ -91,14 +100,7 @@ export function cliResumeHint(continuation: string, pending: readonly PendingApp
 }
 
 export async function resumeCommand(argv: readonly string[], io: Io): Promise<number> {
-  const { flags, positionals } = parseArgs("codemode resume", argv, {
-    allow: { type: "string", value: "<id>", repeat: true },
-    deny: { type: "string", value: "<id>", repeat: true },
-    always: { type: "string", value: "<id>", repeat: true },
-    json: { type: "boolean" },
-    config: { type: "string", value: "<file>" },
-    help: { type: "boolean" },
-  });
+  const { flags, positionals } = parseArgs("codemode resume", argv, RESUME_FLAGS);
   if (flags.help) {
     await write(io.stdout, RESUME_HELP);
     return EXIT_OK;
@@ -129,12 +131,7 @@ export async function resumeCommand(argv: readonly string[], io: Io): Promise<nu
 }
 
 export async function approvalsCommand(argv: readonly string[], io: Io): Promise<number> {
-  const { flags, positionals } = parseArgs("codemode approvals", argv, {
-    session: { type: "string", value: "<name>" },
-    json: { type: "boolean" },
-    config: { type: "string", value: "<file>" },
-    help: { type: "boolean" },
-  });
+  const { flags, positionals } = parseArgs("codemode approvals", argv, APPROVALS_FLAGS);
   if (flags.help) {
     await write(io.stdout, APPROVALS_HELP);
     return EXIT_OK;

@@ -1,7 +1,9 @@
 // `createCodemode()`: the library's front door. It owns the sandbox engine, the tool set (the
 // host's tools plus the runtime's own), per-session stores, and turns every program outcome into
 // a RunResult. It rejects only for misuse of the API.
+import { randomUUID } from "node:crypto";
 import { join, resolve } from "node:path";
+import type { Tracer } from "@opentelemetry/api";
 import { SandboxEngine } from "../engine/engine.js";
 import {
   describeTool,
@@ -36,6 +38,7 @@ import { SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
 import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
 import { spillingBound } from "./output.js";
+import { isTracer, RunTrace, traceScope, type TraceScope } from "../tracing.js";
 
 export interface CodemodeOptions {
   /** Host tools: `defineTool(...)` results or plain `{ name, description, execute }` objects. */
@@ -70,6 +73,11 @@ export interface CodemodeOptions {
   approvals?: { key?: string | Buffer; ttlMs?: number };
   /** Check every view projection against the compact ⊆ full rule at run time. */
   development?: boolean;
+  /**
+   * Records runs, tool calls and tasks as OpenTelemetry spans (docs/tracing.md). Default: the
+   * global provider's tracer; with no provider registered nothing is recorded, at no cost.
+   */
+  tracer?: Tracer;
   /** Sandbox worker threads: at most `max` runs at once (default 16), `min` kept warm (default 1). */
   workers?: {
     max?: number;
@@ -85,7 +93,16 @@ export interface CodemodeOptions {
    * `declarations: true` may carry (24,000). Past a budget tools are listed by name and one line.
    */
   declarations?: { prompt?: number; search?: number };
+  /**
+   * Top-level names of tools that could not be bound, each with why (connectUpstreams'
+   * `unavailable`: servers that failed to start): a program calling `tools.<name>…` gets that
+   * reason instead of "not a tool".
+   */
+  unavailableTools?: Readonly<Record<string, string>>;
 }
+
+/** The smallest declarations budget: room for the notes and a few tools. */
+export const MIN_DECLARATIONS_BUDGET = 256;
 
 /** The default declarations budgets (bytes) per reader; see `CodemodeOptions.declarations`. */
 export const DEFAULT_DECLARATIONS_BUDGETS: Readonly<{ prompt: number; search: number }> = Object.freeze({ prompt: 8_000, search: 24_000 });
@@ -124,6 +141,8 @@ export interface InternalRunOptions extends RunOptions {
   allowTools?: (path: string, tool: Tool) => boolean;
   /** The session lives for this run only (a task's own): never read from or written to disk, dropped after. */
   ephemeralSession?: boolean;
+  /** Where the run's span goes (a task's run span, the ptc_run_code call's); default the runtime's tracer under the active context. */
+  trace?: TraceScope;
   /** Sees the program's text() output as it is flushed during the run (ptc_run_code's progress). */
   onOutput?: (chunks: readonly string[]) => void;
   /** A resumed run: the state it continues and the answers. */
@@ -197,7 +216,7 @@ export class Codemode {
   }
 
   /** @internal resume() for ptc_run_code, with its own hint and progress. */
-  async resumeInternal(continuation: string, options: ResumeOptions & { session?: string }, internal: Pick<InternalRunOptions, "resumeHint" | "onOutput" | "depth" | "taskId">): Promise<RunResult> {
+  async resumeInternal(continuation: string, options: ResumeOptions & { session?: string }, internal: Pick<InternalRunOptions, "resumeHint" | "onOutput" | "depth" | "taskId" | "trace">): Promise<RunResult> {
     const state = this.vault.peek(continuation);
     if (options.code !== undefined && codeDigest(options.code) !== state.code_digest) {
       throw new ContinuationError("program_changed", "the program is not the one that was interrupted: a resumed run replays the same program (send it unchanged, or leave code out); a changed program must be run anew");
@@ -285,6 +304,11 @@ export class Codemode {
     // as it found it, so its resume (which stores the same values again) replays from the same state.
     const before = approvals ? new Map(sessionStore) : undefined;
     const store = before ? new Map(before) : sessionStore;
+    const runId = randomUUID();
+    const parentTrace = options.trace ?? traceScope(this.options.tracer);
+    const traced = parentTrace && RunTrace.start(parentTrace, { runId, session, depth: options.depth ?? 0, ...(options.taskId !== undefined ? { taskId: options.taskId } : {}) });
+    // What the program spawns in the background is recorded under its run, for ptc_task_wait's default.
+    this.tasks.beginRun(runId);
     const filtered = options.allowTools !== undefined && options.taskId !== undefined;
     if (filtered) this.taskFilters.set(options.taskId!, options.allowTools!);
     const result = await executeRun(
@@ -298,10 +322,13 @@ export class Codemode {
         onStored: () => {
           stored = true;
         },
+        ...(traced ? { trace: traced.scope } : {}),
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
         ...(approvals ? { approvals } : {}),
+        ...(this.options.unavailableTools ? { unavailable: this.options.unavailableTools as Record<string, string> } : {}),
       },
       {
+        runId,
         code,
         limits,
         session,
@@ -312,7 +339,11 @@ export class Codemode {
         globals: options.globals ?? {},
         ...(options.resume ? { resume: options.resume } : {}),
       },
-    ).finally(() => {
+    ).catch((error: unknown) => {
+      traced?.fail(error);
+      throw error;
+    }).finally(() => {
+      this.tasks.endRun(runId);
       if (filtered) this.taskFilters.delete(options.taskId!);
     });
     if (before && stored) {
@@ -332,6 +363,7 @@ export class Codemode {
         result.details.warnings.push(`the session "${session}" could not be saved: ${(error as Error).message}`);
       }
     }
+    traced?.end(result);
     return result;
   }
 
@@ -359,6 +391,7 @@ export class Codemode {
         development: this.options.development ?? false,
         // Called directly, a call that needs a person is asked when someone can be (an MCP client's elicitation).
         ...(options.askApproval ? { approval: directApproval(options.askApproval, signal) } : {}),
+        trace: traceScope(this.options.tracer),
       });
       // A program that failed is an error result for the model, though the tool itself worked.
       if (tool.name === RUN_CODE_TOOL && (result.structuredContent as { status?: string } | undefined)?.status === "error") result.isError = true;
@@ -435,7 +468,14 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     }
   }
   if (options.development !== undefined && typeof options.development !== "boolean") throw new TypeError(`options.development must be a boolean, got ${describe(options.development)}`);
+  if (options.tracer !== undefined && !isTracer(options.tracer)) {
+    throw new TypeError(`options.tracer must be an OpenTelemetry Tracer (e.g. trace.getTracer("my-app") from @opentelemetry/api), got ${describe(options.tracer)}`);
+  }
   checkDeclarationBudgets(options.declarations);
+  const unavailable = options.unavailableTools;
+  if (unavailable !== undefined && (unavailable === null || typeof unavailable !== "object" || Array.isArray(unavailable) || Object.values(unavailable).some((why) => typeof why !== "string"))) {
+    throw new TypeError(`options.unavailableTools must be an object { "<name>": "<why it is not bound>" }, got ${describe(unavailable)}`);
+  }
   const workers = options.workers ?? {};
   for (const key of ["max", "min"] as const) {
     const value = workers[key];
@@ -480,6 +520,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     maxOutputBytes: options.tasks?.maxOutputBytes,
     maxLineBytes: options.tasks?.maxLineBytes,
     cwdRoots: options.tasks?.cwdRoots,
+    tracer: options.tracer,
     scriptRunner: (code, runOptions) => runScript!(code, runOptions),
     childTools: { list: () => childTools!.list(), call: (name, args, ctx) => childTools!.call(name, args, ctx) },
   });
@@ -531,8 +572,8 @@ function checkDeclarationBudgets(value: CodemodeOptions["declarations"]): void {
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError(`options.declarations must be an object { prompt?, search? } of byte budgets, got ${describe(value)}`);
   for (const [key, bytes] of Object.entries(value)) {
     if (key !== "prompt" && key !== "search") throw new TypeError(`options.declarations.${key} is not a declarations budget; known: prompt, search`);
-    if (bytes !== undefined && bytes !== Infinity && (!Number.isInteger(bytes) || bytes < 256)) {
-      throw new RangeError(`options.declarations.${key} must be an integer number of bytes ≥ 256 (or Infinity), got ${describe(bytes)}`);
+    if (bytes !== undefined && bytes !== Infinity && (!Number.isInteger(bytes) || bytes < MIN_DECLARATIONS_BUDGET)) {
+      throw new RangeError(`options.declarations.${key} must be an integer number of bytes ≥ ${MIN_DECLARATIONS_BUDGET} (or Infinity), got ${describe(bytes)}`);
     }
   }
 }

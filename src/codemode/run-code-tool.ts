@@ -48,6 +48,7 @@ Top-level await works; \`return\` ends the program with a value.
 - Only \`text(value)\` output reaches you (strings as is, other values as JSON); console.* goes to logs. Print only what you need.
 - \`store(key, value)\` / \`load(key)\` keep JSON values between runs of the same session; \`sleep(ms)\`, setTimeout/clearTimeout work.
 - \`budget()\` returns what is left of this run: { ms_left, tool_calls_left, output_bytes_left }; check it in long loops and print what you have before it runs out.
+- Subagents: \`tools.ptc_subagent({ agent, task, background: true })\` returns a task_id at once; \`await tools.ptc_task_wait({})\` then waits for every background task the program spawned, in one call (no polling loop, no sleep) and returns before the deadline at the latest.
 - Unawaited tool calls are cancelled when the program ends.
 - A call that needs a person's approval stops the program (status "interrupted", with the pending calls and a continuation): ask the user, then call this tool with { resume, approvals } — the program runs again from the start and its earlier calls are not repeated. A denied call rejects with code "tool_denied", reason "approval_denied".`;
 
@@ -81,7 +82,7 @@ export function runCodeTool(cm: Codemode, declarations: string): Tool {
           result = await cm.resumeInternal(
             input.resume,
             { ...(input.approvals ? { approvals: input.approvals as Record<string, ApprovalAnswerInput> } : {}), ...(input.code !== undefined ? { code: input.code } : {}), ...(input.session !== undefined ? { session: input.session } : {}), signal: ctx.signal, ...(ask ? { askApproval: ask } : {}) },
-            { resumeHint: toolResumeHint, depth: ctx.depth, ...(ctx.taskId ? { taskId: ctx.taskId } : {}), ...(onOutput ? { onOutput } : {}) },
+            { resumeHint: toolResumeHint, depth: ctx.depth, ...(ctx.taskId ? { taskId: ctx.taskId } : {}), ...(onOutput ? { onOutput } : {}), ...(ctx.trace ? { trace: ctx.trace } : {}) },
           );
         } catch (error) {
           if (error instanceof ContinuationError) throw new ToolError(error.code, error.message, { reason: error.reason });
@@ -89,7 +90,7 @@ export function runCodeTool(cm: Codemode, declarations: string): Tool {
           throw error;
         }
       } else {
-        result = await cm.runInternal(input.code!, { timeoutMs: input.timeout_ms, session: input.session, signal: ctx.signal, depth: ctx.depth, taskId: ctx.taskId, resumeHint: toolResumeHint, ...(ask ? { askApproval: ask } : {}), ...(onOutput ? { onOutput } : {}) });
+        result = await cm.runInternal(input.code!, { timeoutMs: input.timeout_ms, session: input.session, signal: ctx.signal, depth: ctx.depth, taskId: ctx.taskId, resumeHint: toolResumeHint, ...(ask ? { askApproval: ask } : {}), ...(onOutput ? { onOutput } : {}), ...(ctx.trace ? { trace: ctx.trace } : {}) });
       }
       return { output: result.structuredContent, modelOutput: result.content.map((block) => block.text).join("\n"), details: result.details };
     },

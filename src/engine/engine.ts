@@ -50,6 +50,8 @@ export interface RunHandle {
   settle(callId: number, ok: boolean, json: string): void;
   abort(): void;
   readonly done: Promise<DoneMessage>;
+  /** When the run times out (epoch ms), once a worker took it; undefined while it waits for one. */
+  readonly deadline: number | undefined;
 }
 
 interface ActiveRun {
@@ -129,6 +131,9 @@ export class SandboxEngine {
     this.dispatch();
     return {
       done,
+      get deadline() {
+        return waiting.slot ? request.deadline : undefined;
+      },
       settle: (callId, ok, json) => {
         const slot = waiting.slot;
         if (!slot || slot.active?.request !== request || slot.active.finished) return;

@@ -64,7 +64,7 @@ describe("codemode run and resume without a terminal", () => {
     const wrong = tempProject({ approvals: { required: "write_file" } }, { "prog.js": "1" });
     const refused = await runCli(["run", "prog.js"], { cwd: wrong });
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain(`"approvals.required" must be an array of tool ids (such as "write_file" or "github.create_issue"), got the string "write_file"`);
+    expect(refused.stderr).toContain(`approvals.required must be an array of tool ids (such as "write_file" or "github.create_issue"), got the string "write_file"`);
   });
 });
 
