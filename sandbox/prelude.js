@@ -63,6 +63,42 @@
       set: refuse, defineProperty: refuse, deleteProperty: refuse, setPrototypeOf: refuse,
     });
   }
+  // Replay (approvals; src/codemode/ledger.ts): for a run with `config.determinism`, Math.random is
+  // seeded and Date.now()/new Date() answer first from an earlier run's readings, then from the
+  // clock. The readings, as [value, repeats] pairs, leave with the next tool call: "~" JSON "~" args.
+  const RealDate = Date, realNow = Date.now, construct = Reflect.construct;
+  let readings = null;
+  function replayable(det) {
+    let [a, b, c, d] = det.seed, at = 0;
+    const clock = det.clock;
+    let left = clock[1];
+    const word = () => {
+      const t = (((a + b) | 0) + d) | 0;
+      d = (d + 1) | 0; a = b ^ (b >>> 9); b = (c + (c << 3)) | 0; c = (c << 21) | (c >>> 11); c = (c + t) | 0;
+      return t >>> 0;
+    };
+    for (let i = 0; i < 12; i++) word();
+    define(Math, "random", { value: { random() { return (word() * 2097152 + (word() >>> 11)) / 9007199254740992; } }.random, writable: true, configurable: true });
+    readings = [];
+    const now = { now() {
+      let v;
+      if (at < clock.length) { v = clock[at]; if (--left <= 0) { at += 2; left = clock[at + 1]; } } else v = realNow();
+      const n = readings.length;
+      if (n && readings[n - 2] === v) readings[n - 1]++; else { readings[n] = v; readings[n + 1] = 1; }
+      return v;
+    } }.now;
+    const ReplayDate = { Date: function (...args) {
+      if (new.target === undefined) return Str(construct(RealDate, [now()]));
+      return construct(RealDate, args.length ? args : [now()], new.target);
+    } }.Date;
+    ReplayDate.prototype = RealDate.prototype;
+    define(RealDate.prototype, "constructor", { value: ReplayDate, writable: true, configurable: true });
+    for (const name of ["parse", "UTC"]) define(ReplayDate, name, { value: RealDate[name], writable: true, configurable: true });
+    define(ReplayDate, "now", { value: now, writable: true, configurable: true });
+    define(g, "Date", { value: ReplayDate, writable: true, configurable: true });
+  }
+  if (config.determinism) replayable(config.determinism);
+
   // `parsed`: the arguments of then(parse) for every call, one array (a frozen one is slower to apply).
   const root = create(null), branches = create(null), parsed = [parse];
   for (const path of config.tools) {
@@ -74,6 +110,7 @@
       if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
       let json = "{}";
       if (args !== undefined) try { json = toJson(args, path); } catch (e) { return apply(reject, Prom, [e]); }
+      if (readings !== null && readings.length) { json = "~" + stringify(readings) + "~" + json; readings = []; }
       return apply(then, host("call", path, json), parsed);
     };
     if (dot < 0) root[path] = fn;

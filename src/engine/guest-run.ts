@@ -201,7 +201,7 @@ export class GuestRun {
     const host = context.newFunction("__codemode_host", (...args) => this.hostCall(args));
     context.setProp(context.global, "__codemode_host", host);
     host.dispose();
-    const config = context.newString(JSON.stringify({ tools: request.tools, globals: request.globals }));
+    const config = context.newString(JSON.stringify({ tools: request.tools, globals: request.globals, determinism: request.determinism }));
     context.setProp(context.global, "__codemode_config", config);
     config.dispose();
 

@@ -37,6 +37,13 @@ export interface RunRequest {
   globals: Record<string, unknown>;
   /** The session's stored values as JSON strings. */
   store: Record<string, string>;
+  /**
+   * Makes the program replayable (approvals, src/codemode/ledger.ts): the prelude seeds
+   * Math.random from `seed` (four 32-bit words) and answers Date.now()/new Date() first from
+   * `clock` (readings of an earlier run, as [value, repeats] pairs), then from the real clock,
+   * sending every reading out with the next tool call. Absent: the guest's own clock and random.
+   */
+  determinism?: { seed: number[]; clock: number[] };
 }
 
 export interface SettleMessage {
