@@ -1,4 +1,7 @@
-// Guest prelude: evaluated inside QuickJS before every program, in a fresh context.
+// Guest prelude: evaluated once in each instance's template (a fresh runtime and context whose
+// memory is restored after every run, see src/engine/snapshot.ts), or in a fresh context before
+// every program when snapshots are off. Per-run configuration (the tools and the read-only
+// globals) is installed by the host through the interface's `install(configJson)`.
 //
 // It runs before any user code, so it captures the built-ins it relies on while they are still
 // pristine; a program that later replaces JSON, Promise or Object.prototype only confuses itself.
@@ -13,9 +16,7 @@
 (function (g) {
   "use strict";
   const host = g.__codemode_host;
-  const config = JSON.parse(g.__codemode_config);
   delete g.__codemode_host;
-  delete g.__codemode_config;
   const stringify = JSON.stringify, parse = JSON.parse, create = Object.create, freeze = Object.freeze;
   const define = Object.defineProperty, keys = Object.keys, apply = Reflect.apply, Str = String;
   const TypeErr = TypeError, RangeErr = RangeError, P = Proxy, Prom = Promise, reject = Promise.reject, then = Promise.prototype.then;
@@ -63,25 +64,6 @@
       set: refuse, defineProperty: refuse, deleteProperty: refuse, setPrototypeOf: refuse,
     });
   }
-  // `parsed`: the arguments of then(parse) for every call, one array (a frozen one is slower to apply).
-  const root = create(null), branches = create(null), parsed = [parse];
-  for (const path of config.tools) {
-    // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
-    // code, message) that has no stack yet: QuickJS adds one where it is first thrown, which is
-    // the program's own `await` of the call (an async wrapper here would put its frame there).
-    // A tool called from a toJSON or getter of another call's arguments would nest without bound.
-    const dot = path.indexOf("."), fn = (args) => {
-      if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
-      let json = "{}";
-      if (args !== undefined) try { json = toJson(args, path); } catch (e) { return apply(reject, Prom, [e]); }
-      return apply(then, host("call", path, json), parsed);
-    };
-    if (dot < 0) root[path] = fn;
-    else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;
-  }
-  for (const head of keys(branches)) root[head] = namespace(head, branches[head]);
-  global("tools", namespace("", root));
-
   // Free-form strings cross as JSON: the host reads C strings, which end at a NUL and mangle lone surrogates.
   global("text", function text(value) { host("text", stringify(render(value))); });
   const consoleObject = create(null);
@@ -137,8 +119,6 @@
 
   global("budget", function budget() { return parse(host("budget")); });
 
-  for (const name of keys(config.globals)) global(name, config.globals[name]);
-
   // A null-prototype record: Object.prototype.toJSON (or getters there) must not rewrite it.
   function describe(e) {
     const out = create(null);
@@ -173,5 +153,28 @@
       }
     },
     error: describe,
+    // Once per run, before the program: the tools and globals of this run.
+    install(configJson) {
+      const config = parse(configJson);
+      // `parsed`: the arguments of then(parse) for every call, one array (a frozen one is slower to apply).
+      const root = create(null), branches = create(null), parsed = [parse];
+      for (const path of config.tools) {
+        // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
+        // code, message) that has no stack yet: QuickJS adds one where it is first thrown, which is
+        // the program's own `await` of the call (an async wrapper here would put its frame there).
+        // A tool called from a toJSON or getter of another call's arguments would nest without bound.
+        const dot = path.indexOf("."), fn = (args) => {
+          if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
+          let json = "{}";
+          if (args !== undefined) try { json = toJson(args, path); } catch (e) { return apply(reject, Prom, [e]); }
+          return apply(then, host("call", path, json), parsed);
+        };
+        if (dot < 0) root[path] = fn;
+        else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;
+      }
+      for (const head of keys(branches)) root[head] = namespace(head, branches[head]);
+      global("tools", namespace("", root));
+      for (const name of keys(config.globals)) global(name, config.globals[name]);
+    },
   };
 })(globalThis);

@@ -7,7 +7,8 @@
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
 import { compiledModule } from "./wasm-module.js";
-import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, LayoutMessage, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
+import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
+import type { MemoryLayout } from "./snapshot.js";
 
 /** Workers that may die before becoming ready, in a row, before queued runs are failed instead of retried. */
 const START_ATTEMPTS = 3;
@@ -37,7 +38,18 @@ export interface EngineOptions {
    * host returns to its baseline instead of keeping the high-water mark of every session.
    */
   idleBytes?: number;
+  /**
+   * Restore each instance from a snapshot of its fresh template after every run (default: on,
+   * unless the environment sets CODEMODE_SNAPSHOTS=off). Off, or where the start-up self-test
+   * fails, every run builds its runtime, context and prelude (the ordinary path).
+   */
+  snapshots?: boolean;
+  /** For tests: a memory layout the workers use instead of deriving one (a wrong one must fail the self-test). */
+  layout?: MemoryLayout;
 }
+
+/** The reason snapshots are unsupported is worth saying once per process, not per worker. */
+let fallbackWarned = false;
 
 export interface RunCallbacks {
   /** The program called a tool; answer with `handle.settle(callId, …)`. */
@@ -95,13 +107,16 @@ export class SandboxEngine {
   private startFailures = 0;
   private abortSeq = 0;
   private replaced = 0;
-  /** Where the allocator keeps its break: the first worker finds it, later ones are told. */
-  private layout: LayoutMessage["layout"] | undefined;
+  /** This build's memory layout: the first worker derives it, later ones are told. */
+  private layout: MemoryLayout | undefined;
+  private readonly snapshots: boolean;
 
   constructor(private readonly options: EngineOptions) {
     this.maxWorkers = options.maxWorkers ?? 16;
     this.minWorkers = Math.min(options.minWorkers ?? 1, this.maxWorkers);
     this.idleMs = options.idleMs ?? 30_000;
+    this.snapshots = options.snapshots ?? process.env.CODEMODE_SNAPSHOTS !== "off";
+    this.layout = options.layout;
   }
 
   /** Start the warm workers; resolves when they can take a run without paying start-up. */
@@ -182,6 +197,7 @@ export class SandboxEngine {
         defaultMemoryBytes: this.options.defaultMemoryBytes,
         settlePort: settles.port2,
         wasmModule: compiledModule(),
+        snapshots: this.snapshots,
         ...(this.layout ? { layout: this.layout } : {}),
       },
       transferList: [settles.port2],
@@ -206,6 +222,13 @@ export class SandboxEngine {
         this.layout ??= message.layout;
         return;
       }
+      if (message.type === "fallback") {
+        if (!fallbackWarned) {
+          fallbackWarned = true;
+          process.emitWarning(`codemode-runtime: snapshot-fresh runs are off, every run builds its runtime instead (slower, as safe): ${message.reason}`, { code: "CODEMODE_SNAPSHOTS_UNSUPPORTED" });
+        }
+        return;
+      }
       if (message.type === "ready") {
         slot.isReady = true;
         this.startFailures = 0;
@@ -226,7 +249,7 @@ export class SandboxEngine {
 
   private onMessage(slot: Slot, message: WorkerToHost): void {
     const active = slot.active;
-    if (!active || active.finished || message.type === "ready" || message.type === "layout" || message.runId !== active.request.runId) return;
+    if (!active || active.finished || message.type === "ready" || message.type === "layout" || message.type === "fallback" || message.runId !== active.request.runId) return;
     switch (message.type) {
       case "call":
         active.callbacks.onCall(message.callId, message.path, message.args);

@@ -7,6 +7,7 @@
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
 import type { WasmInstance } from "./wasm-instance.js";
 import { newGuestString } from "./fast-string.js";
+import { freshVm, type GuestVm, type HostDispatch } from "./guest-vm.js";
 import { formatBytes } from "../text.js";
 import { closestNames } from "../tools/identifiers.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, GuestError, RunRequest, SettleMessage, Stall, WorkerToHost } from "./protocol.js";
@@ -15,7 +16,6 @@ import type { ConsoleLine, DoneMessage, ErrorKind, GuestError, RunRequest, Settl
 const PROGRAM_PREFIX = "(async () => {";
 const PROGRAM_SUFFIX = "\n})()";
 const PROGRAM_FILE = "program.js";
-const PRELUDE_FILE = "codemode-prelude.js";
 /** Output is handed to the host in batches so a flood of tiny `text()` calls is not a flood of messages. */
 const FLUSH_BYTES = 256 * 1024;
 const CONSOLE_LINES = 500;
@@ -32,7 +32,16 @@ interface Timer {
   deferred: QuickJSDeferredPromise;
 }
 
+/** Where a run's VM comes from: a snapshot's restored template, or one built for the run. */
+export interface VmSource {
+  /** The host function of the VM dispatches through this (set while the run owns the VM). */
+  dispatch: HostDispatch;
+  open(): GuestVm;
+}
+
 export class GuestRun {
+  private vm: GuestVm | undefined;
+  private readonly source: VmSource;
   private runtime!: QuickJSRuntime;
   private context!: QuickJSContext;
   private stopReason: StopReason | undefined;
@@ -74,7 +83,13 @@ export class GuestRun {
     private readonly post: (message: WorkerToHost) => void,
     /** Takes tool results already queued for this worker; true if it settled any. */
     private readonly pollSettles: () => boolean = () => false,
+    source?: VmSource,
   ) {
+    if (source) this.source = source;
+    else {
+      const dispatch: HostDispatch = { current: undefined };
+      this.source = { dispatch, open: () => freshVm(instance, prelude, dispatch, undefined) };
+    }
     this.store = new Map(Object.entries(request.store));
     for (const [key, json] of this.store) this.storeBytes += key.length + json.length;
     this.heapExhaustedAtStart = instance.heapExhausted;
@@ -157,11 +172,16 @@ export class GuestRun {
     let outcome: Omit<DoneMessage, "type" | "runId" | "warnings" | "pendingCalls" | "instanceDiscarded">;
     let discarded = false;
     try {
-      this.runtime = instance.module.newRuntime();
+      this.source.dispatch.current = (args) => this.hostCall(args);
+      const vm = (this.vm = this.source.open());
+      this.runtime = vm.runtime;
+      this.context = vm.context;
       this.runtime.setMemoryLimit(request.limits.memoryBytes);
       this.runtime.setMaxStackSize(request.limits.stackBytes);
-      this.context = this.runtime.newContext();
-      outcome = await this.runProgram();
+      if (request.randomSeed !== undefined && !vm.seedRandom(BigInt(request.randomSeed))) {
+        this.warnings.push("randomSeed was not applied: this build's Math.random state could not be located");
+      }
+      outcome = await this.runProgram(vm);
     } catch (error) {
       // Anything thrown by the engine itself (not by the guest) means the instance trapped.
       discarded = true;
@@ -196,29 +216,22 @@ export class GuestRun {
     return false;
   }
 
-  private async runProgram(): Promise<Pick<DoneMessage, "ok" | "valueJson" | "error">> {
+  private async runProgram(vm: GuestVm): Promise<Pick<DoneMessage, "ok" | "valueJson" | "error">> {
     const { context, runtime, request } = this;
-    const host = context.newFunction("__codemode_host", (...args) => this.hostCall(args));
-    context.setProp(context.global, "__codemode_host", host);
-    host.dispose();
-    const config = context.newString(JSON.stringify({ tools: request.tools, globals: request.globals }));
-    context.setProp(context.global, "__codemode_config", config);
+    const { result: serialise, error: describe, install } = vm.handles;
+    this.fromJson = vm.handles.fromJson;
+    const config = newGuestString(context, JSON.stringify({ tools: request.tools, globals: request.globals }));
+    const installed = context.callFunction(install, context.undefined, config);
     config.dispose();
-
-    const preludeResult = context.evalCode(compactPrelude(this.prelude), PRELUDE_FILE, { type: "global", strict: true });
-    if (preludeResult.error) {
-      const description = context.dump(preludeResult.error);
-      preludeResult.error.dispose();
+    if (installed.error) {
+      const description = context.dump(installed.error);
+      installed.error.dispose();
       throw new Error(`the guest prelude failed to start: ${JSON.stringify(description)}`);
     }
-    const hostInterface = preludeResult.value;
-    const serialise = context.getProp(hostInterface, "result");
-    const describe = context.getProp(hostInterface, "error");
-    this.fromJson = context.getProp(hostInterface, "fromJson");
-    hostInterface.dispose();
+    installed.value.dispose();
     // Only the user's program is interruptible: the prelude is ours, short, and must finish.
     runtime.setInterruptHandler(() => this.shouldInterrupt());
-    try {
+    {
       if (this.shouldInterrupt()) return { ok: false, error: this.stopError() };
       this.runningSince = performance.now();
       const evaluated = context.evalCode(PROGRAM_PREFIX + request.code + PROGRAM_SUFFIX, PROGRAM_FILE, { type: "global" });
@@ -237,10 +250,6 @@ export class GuestRun {
         this.program = undefined;
         program.dispose();
       }
-    } finally {
-      serialise.dispose();
-      describe.dispose();
-      this.fromJson?.dispose();
     }
   }
 
@@ -643,31 +652,13 @@ export class GuestRun {
     for (const deferred of this.inflight.values()) safely(() => deferred.dispose());
     this.inflight.clear();
     this.stopReason ??= "aborted";
-    let clean = true;
-    if (this.context?.alive) clean = safely(() => this.context.dispose()) && clean;
-    if (this.runtime?.alive) clean = safely(() => this.runtime.dispose()) && clean;
-    return clean;
+    this.source.dispatch.current = undefined;
+    const vm = this.vm;
+    this.vm = undefined;
+    // A VM never opened (the instance failed first) has nothing to end; a dead instance is not restored.
+    if (!vm || this.instance.dead) return vm === undefined;
+    return vm.end();
   }
-}
-
-let compactedFrom: string | undefined;
-let compacted = "";
-
-/**
- * The prelude without comment lines and indentation. QuickJS compiles it on every run at about
- * 10 bytes per microsecond, and what it compiles is most of a warm run; this saves ~30 µs of it.
- * (The prelude keeps no string or template across lines, so every line can be trimmed.)
- */
-function compactPrelude(source: string): string {
-  if (source !== compactedFrom) {
-    compacted = source
-      .split("\n")
-      .map((line) => line.trim())
-      .filter((line) => line !== "" && !line.startsWith("//"))
-      .join("\n");
-    compactedFrom = source;
-  }
-  return compacted;
 }
 
 /** "tools.x is not a tool", with the closest names a model most likely meant. */

@@ -1,5 +1,6 @@
 // Messages between the host thread and a sandbox worker. Values that cross into or out of the
 // guest travel as JSON strings; the worker never parses them.
+import type { MemoryLayout } from "./snapshot.js";
 
 export type ErrorKind = "syntax" | "exception" | "timeout" | "memory" | "stack" | "call_limit" | "aborted" | "sandbox";
 
@@ -35,6 +36,12 @@ export interface RunRequest {
   globals: Record<string, unknown>;
   /** The session's stored values as JSON strings. */
   store: Record<string, string>;
+  /**
+   * Math.random's state at the start of the run (QuickJS's xorshift64*, any non-zero 64-bit
+   * value): the same seed gives the same sequence, e.g. to replay a run. Absent: a fresh random
+   * seed every run.
+   */
+  randomSeed?: bigint;
 }
 
 export interface SettleMessage {
@@ -122,16 +129,24 @@ export interface DoneMessage {
    * and a dropped instance is freed only when its thread's heap is collected): the host replaces it.
    */
   retire?: boolean;
+  /** Which instance ran the program (unique across workers) and whether its VM came from a snapshot. */
+  vm?: { instance: string; restored: boolean };
 }
 
 export interface ReadyMessage {
   type: "ready";
 }
 
-/** Where this build keeps the allocator's break (snapshot.ts's MemoryLayout), found once and handed to later workers. */
+/** This build's memory layout (snapshot.ts), derived once and handed to later workers. */
 export interface LayoutMessage {
   type: "layout";
-  layout: { brkAddress: number; freshBrk: number };
+  layout: MemoryLayout;
 }
 
-export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage | LayoutMessage;
+/** Snapshots are unsupported here and the worker takes the ordinary path: said once, with the reason. */
+export interface FallbackMessage {
+  type: "fallback";
+  reason: string;
+}
+
+export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage | LayoutMessage | FallbackMessage;

@@ -4,9 +4,16 @@
 // It keeps QuickJS instances warm between runs: one per isolation key (session), never shared
 // across keys, plus a fresh spare so a new session does not wait for instantiation. An instance
 // that trapped is dropped.
-import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from "node:worker_threads";
-import { GuestRun } from "./guest-run.js";
-import { memoryLayout } from "./snapshot.js";
+//
+// Each instance keeps a snapshot of its own fresh template (runtime, context, the static prelude)
+// and is restored to it after every run (snapshot.ts): a run starts from memory byte-identical to
+// a never-used instance, without building a runtime. Snapshots start once a self-test passed, in
+// the background after the worker is ready; on any surprise the worker says why (once) and keeps
+// the ordinary path: a runtime, context and prelude built for every run.
+import { parentPort, receiveMessageOnPort, threadId, workerData, type MessagePort } from "node:worker_threads";
+import { GuestRun, type VmSource } from "./guest-run.js";
+import { freshVm, preludeSetup, restoredVm, type HostDispatch } from "./guest-vm.js";
+import { InstanceSnapshot, memoryLayout, startSnapshots, type MemoryLayout } from "./snapshot.js";
 import { newWasmInstance, pagesFor, type WasmInstance } from "./wasm-instance.js";
 import { useCompiledModule } from "./wasm-module.js";
 import type { HostToWorker, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
@@ -23,8 +30,10 @@ interface WorkerConfig {
   settlePort: MessagePort;
   /** The QuickJS module as the host compiled it (its code is shared, not compiled again). */
   wasmModule: WebAssembly.Module;
-  /** Where the allocator keeps its break, when an earlier worker found it. */
-  layout?: { brkAddress: number; freshBrk: number };
+  /** This build's memory layout, when an earlier worker derived it (or a test imposes one). */
+  layout?: MemoryLayout;
+  /** Restore instances from snapshots (false: the ordinary path, forced). */
+  snapshots: boolean;
 }
 
 const config = workerData as WorkerConfig;
@@ -34,6 +43,16 @@ const abortFlag = new Int32Array(config.abortBuffer);
 const instances = new Map<string, WasmInstance>();
 let spare: Promise<WasmInstance> | undefined;
 let current: GuestRun | undefined;
+/** One run at a time per worker: the template host function of every instance calls into it. */
+const dispatch: HostDispatch = { current: undefined };
+const templateSetup = preludeSetup(config.prelude, dispatch);
+const snapshotOf = new WeakMap<WasmInstance, InstanceSnapshot>();
+/** "pending" until the start-up self-test answered. */
+let snapshotMode: "pending" | "on" | "off" = config.snapshots ? "pending" : "off";
+/** Snapshot instances the self-test made, ready to serve new sessions. */
+const readySnapshots: WasmInstance[] = [];
+const instanceIds = new WeakMap<WasmInstance, string>();
+let instanceCount = 0;
 /**
  * Memory that runs added to this worker and that it still holds: pages a program touched in its
  * instance stay resident (linear memory never shrinks), and a dropped instance's memory returns
@@ -84,8 +103,30 @@ function instanceKey(session: string, maxPages: number): string {
   return `${maxPages}:${session}`;
 }
 
+/** A new instance, with its snapshot when snapshots are on. */
+async function newInstance(maxPages: number): Promise<WasmInstance> {
+  const instance = await newWasmInstance(maxPages);
+  instanceIds.set(instance, `${threadId}.${++instanceCount}`);
+  if (snapshotMode !== "on" || !layout) return instance;
+  try {
+    snapshotOf.set(instance, InstanceSnapshot.create(instance, layout, templateSetup));
+    return instance;
+  } catch (error) {
+    // Passed the self-test, failed now: stop taking snapshots rather than trust them.
+    snapshotsOff(`a template could not be taken: ${(error as Error).message}`);
+    instance.dead = true;
+    return newInstance(maxPages);
+  }
+}
+
+function snapshotsOff(reason: string): void {
+  snapshotMode = "off";
+  readySnapshots.length = 0;
+  post({ type: "fallback", reason });
+}
+
 function prepareSpare(maxPages: number): void {
-  spare = newWasmInstance(maxPages);
+  spare = newInstance(maxPages);
   // A failed spare is retried lazily by the next run.
   spare.catch(() => (spare = undefined));
 }
@@ -94,20 +135,25 @@ async function instanceFor(request: RunRequest): Promise<WasmInstance> {
   const maxPages = pagesFor(request.limits.memoryBytes);
   const key = instanceKey(request.session, maxPages);
   const existing = instances.get(key);
-  if (existing && !existing.dead) {
+  // A session that started before snapshots did moves to a snapshot instance once one is ready.
+  const upgrade = existing && !snapshotOf.has(existing) ? readySnapshots.findIndex((ready) => ready.maxPages === maxPages) : -1;
+  if (existing && !existing.dead && upgrade < 0) {
     // Re-insert to keep the map in least-recently-used order.
     instances.delete(key);
     instances.set(key, existing);
     return existing;
   }
   instances.delete(key);
+  if (existing && !existing.dead) drop(existing);
   let instance: WasmInstance | undefined;
-  if (spare) {
+  const ready = readySnapshots.findIndex((candidate) => candidate.maxPages === maxPages);
+  if (ready >= 0) instance = readySnapshots.splice(ready, 1)[0];
+  else if (spare) {
     const candidate = await spare.catch(() => undefined);
     spare = undefined;
     if (candidate && candidate.maxPages === maxPages) instance = candidate;
   }
-  instance ??= await newWasmInstance(maxPages);
+  instance ??= await newInstance(maxPages);
   instances.set(key, instance);
   while (instances.size > config.maxInstances) {
     const oldest = instances.keys().next().value as string;
@@ -134,11 +180,18 @@ async function run(request: RunRequest): Promise<void> {
     });
     return;
   }
-  const guest = new GuestRun(instance, request, config.prelude, abortFlag, post, pollSettles);
+  const snapshot = snapshotOf.get(instance);
+  const source: VmSource = snapshot
+    ? { dispatch, open: () => restoredVm(snapshot) }
+    : { dispatch, open: () => freshVm(instance, config.prelude, dispatch, layout) };
+  const guest = new GuestRun(instance, request, config.prelude, abortFlag, post, pollSettles, source);
   current = guest;
   const done = await guest.execute();
   current = undefined;
-  grownBy.set(instance, heapGrowth(instance));
+  done.vm = { instance: instanceIds.get(instance) ?? "?", restored: snapshot !== undefined };
+  // A restore puts the break back but not the pages the run touched: they stay resident, so a
+  // snapshot instance holds its high-water mark.
+  grownBy.set(instance, Math.max(snapshot ? (grownBy.get(instance) ?? 0) : 0, heapGrowth(instance)));
   const kept = [...instances.values()].includes(instance);
   if (instance.dead || !kept) drop(instance);
   // Past the budget the host replaces this worker: terminating the thread is what frees its
@@ -192,12 +245,29 @@ const ready = (): void => {
     const settled = (): void => {
       baseHeap = process.memoryUsage().heapTotal;
     };
-    if (layout) return settled();
-    memoryLayout().then((found) => {
-      layout = { brkAddress: found.brkAddress, freshBrk: found.freshBrk };
-      post({ type: "layout", layout });
-      settled();
-    }, settled);
+    void startUp().finally(settled);
   });
 };
+
+/** Derive the layout (unless an earlier worker did), then take the first two snapshots through the self-test. */
+async function startUp(): Promise<void> {
+  if (!layout) {
+    try {
+      layout = await memoryLayout();
+      post({ type: "layout", layout });
+    } catch (error) {
+      if (snapshotMode === "pending") snapshotsOff((error as Error).message);
+      return;
+    }
+  }
+  if (snapshotMode !== "pending") return;
+  const started = await startSnapshots(pagesFor(config.defaultMemoryBytes), templateSetup, layout);
+  if (!started.ok) return snapshotsOff(started.reason);
+  snapshotMode = "on";
+  for (const snapshot of started.snapshots) {
+    instanceIds.set(snapshot.instance, `${threadId}.${++instanceCount}`);
+    snapshotOf.set(snapshot.instance, snapshot);
+    readySnapshots.push(snapshot.instance);
+  }
+}
 spare!.then(ready, ready);
