@@ -4,10 +4,12 @@
 // harder deadline: a worker that has not answered shortly after the deadline is stuck in a
 // builtin that never polls the interrupt handler, and is terminated. A terminated or crashed
 // worker takes its WASM instances with it; a replacement is started at once.
-import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
+import { Worker } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
 import { compiledModule } from "./wasm-module.js";
-import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
+import { HostBridge } from "./ring.js";
+import { formatSettle, parseBatch } from "./bridge-format.js";
+import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
 import type { MemoryLayout } from "./snapshot.js";
 
 /** Workers that may die before becoming ready, in a row, before queued runs are failed instead of retried. */
@@ -75,8 +77,10 @@ interface ActiveRun {
 
 interface Slot {
   worker: Worker;
-  /** Tool results go here, so a waiting run can take them without an event-loop turn. */
-  settlePort: MessagePort;
+  /** Tool results go to the worker here, and the run's messages come back: no thread wake-up per message. */
+  bridge: HostBridge;
+  /** Tool results of this turn of the event loop, sent together (the worker settles them in one delivery). */
+  settles: string[];
   abortView: Int32Array;
   ready: Promise<void>;
   isReady: boolean;
@@ -147,7 +151,9 @@ export class SandboxEngine {
       settle: (callId, ok, json) => {
         const slot = waiting.slot;
         if (!slot || slot.active?.request !== request || slot.active.finished) return;
-        if (!slot.exited) slot.settlePort.postMessage({ type: "settle", runId: request.runId, callId, ok, json } satisfies SettleMessage);
+        if (slot.exited) return;
+        if (slot.settles.length === 0) queueMicrotask(() => this.sendSettles(slot));
+        slot.settles.push(formatSettle(request.abortSeq, callId, ok, json));
       },
       abort: () => {
         const slot = waiting.slot;
@@ -162,6 +168,8 @@ export class SandboxEngine {
         active.stopKind ??= "aborted";
         // The word names the run to stop, so no reset is needed and a late abort cannot hit the next run.
         Atomics.store(slot.abortView, 0, request.abortSeq);
+        // Wakes a worker asleep in Atomics.wait; the message reaches one between runs' steps.
+        if (!slot.exited) slot.bridge.abort(request.abortSeq);
         this.send(slot, { type: "abort", runId: request.runId });
         this.armHardStop(slot, active, HARD_STOP_GRACE_MS);
       },
@@ -178,6 +186,7 @@ export class SandboxEngine {
       if (slot.active && !slot.active.finished) this.finish(slot, slot.active, hardStopped(slot.active, "aborted", "the runtime was closed while the program ran"));
       clearTimeout(slot.idleTimer);
       slot.exited = true;
+      slot.bridge.close();
       exits.push(slot.worker.terminate());
     }
     this.slots.clear();
@@ -186,8 +195,7 @@ export class SandboxEngine {
 
   private spawn(): Slot {
     const abortBuffer = new SharedArrayBuffer(4);
-    const settles = new MessageChannel();
-    settles.port1.unref();
+    const bridge = new HostBridge();
     const worker = new Worker(this.entry, {
       workerData: {
         prelude: this.prelude,
@@ -195,12 +203,12 @@ export class SandboxEngine {
         maxInstances: this.options.idleSessions ?? 4,
         maxHeldBytes: this.options.idleBytes ?? DEFAULT_IDLE_BYTES,
         defaultMemoryBytes: this.options.defaultMemoryBytes,
-        settlePort: settles.port2,
+        bridge: bridge.init,
         wasmModule: compiledModule(),
         snapshots: this.snapshots,
         ...(this.layout ? { layout: this.layout } : {}),
       },
-      transferList: [settles.port2],
+      transferList: bridge.transfer,
       // A large native stack lets QuickJS's own stack limit trip first, as a catchable RangeError.
       resourceLimits: { stackSizeMb: 32, maxOldGenerationSizeMb: this.options.workerHeapMb ?? 512 },
       stdout: false,
@@ -210,7 +218,8 @@ export class SandboxEngine {
     let markReady!: () => void;
     const slot: Slot = {
       worker,
-      settlePort: settles.port1,
+      bridge,
+      settles: [],
       abortView: new Int32Array(abortBuffer),
       ready: new Promise<void>((r) => (markReady = r)),
       isReady: false,
@@ -238,8 +247,12 @@ export class SandboxEngine {
       }
       this.onMessage(slot, message);
     });
+    bridge.onMessage((frame) => {
+      for (const message of parseBatch(frame)) this.onMessage(slot, message);
+    });
     worker.on("error", (error) => this.onExit(slot, error));
     worker.on("exit", () => {
+      bridge.close();
       markReady();
       this.onExit(slot, undefined);
     });
@@ -275,6 +288,7 @@ export class SandboxEngine {
     if (!this.slots.has(slot)) return;
     this.slots.delete(slot);
     slot.exited = true;
+    slot.bridge.close();
     clearTimeout(slot.idleTimer);
     const active = slot.active;
     if (!slot.isReady) this.startFailures++;
@@ -402,6 +416,12 @@ export class SandboxEngine {
         slot.idleTimer.unref?.();
       }
     }
+  }
+
+  private sendSettles(slot: Slot): void {
+    const settles = slot.settles.splice(0);
+    if (slot.exited) return;
+    for (const settle of settles) slot.bridge.send(settle);
   }
 
   private send(slot: Slot, message: HostToWorker): void {

@@ -10,13 +10,15 @@
 // a never-used instance, without building a runtime. Snapshots start once a self-test passed, in
 // the background after the worker is ready; on any surprise the worker says why (once) and keeps
 // the ordinary path: a runtime, context and prelude built for every run.
-import { parentPort, receiveMessageOnPort, threadId, workerData, type MessagePort } from "node:worker_threads";
-import { GuestRun, type VmSource } from "./guest-run.js";
+import { parentPort, threadId, workerData } from "node:worker_threads";
+import { GuestRun, type HostLink, type VmSource } from "./guest-run.js";
+import { WorkerBridge, type BridgeInit } from "./ring.js";
+import { parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
 import { freshVm, preludeSetup, restoredVm, type HostDispatch } from "./guest-vm.js";
 import { InstanceSnapshot, memoryLayout, startSnapshots, type MemoryLayout } from "./snapshot.js";
 import { newWasmInstance, pagesFor, type WasmInstance } from "./wasm-instance.js";
 import { useCompiledModule } from "./wasm-module.js";
-import type { HostToWorker, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
+import type { HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
 
 interface WorkerConfig {
   prelude: string;
@@ -26,8 +28,8 @@ interface WorkerConfig {
   /** Memory (RSS growth) the worker may keep after its runs before it asks to be replaced. */
   maxHeldBytes: number;
   defaultMemoryBytes: number;
-  /** Tool results arrive here, apart from run and abort messages, so a waiting run can poll for them. */
-  settlePort: MessagePort;
+  /** The shared-memory bridge: tool results in, the run's messages out (runs and aborts come by postMessage). */
+  bridge: BridgeInit;
   /** The QuickJS module as the host compiled it (its code is shared, not compiled again). */
   wasmModule: WebAssembly.Module;
   /** This build's memory layout, when an earlier worker derived it (or a test imposes one). */
@@ -95,9 +97,43 @@ function heldBytes(): number {
   return held;
 }
 
+const bridge = new WorkerBridge(config.bridge);
+/**
+ * How long a waiting run spins on the ring before it sleeps in Atomics.wait. None: on 2 cores
+ * shared with the host thread and other work, a spinning worker takes the core the host needs
+ * to answer (measured: spinning made round trips slower there, see docs/performance.md).
+ */
+const WAIT_SPIN_MS = 0;
+/** The current run's messages not sent yet: they go as one batch (see HostLink). */
+const outbox: WorkerToHost[] = [];
+let outboxChars = 0;
+
+/** A message of the current run, queued for the next send (at once when the batch is large). */
+function postRun(message: WorkerToHost): void {
+  outbox.push(message);
+  outboxChars += runMessageChars(message);
+  if (outboxChars >= SEND_NOW_CHARS) sendOutbox();
+}
+
+function sendOutbox(): void {
+  if (outbox.length === 0) return;
+  const batch = outbox.splice(0);
+  // Large strings are copied by the port; small batches are one JSON text frame in the ring.
+  bridge.send(outboxChars >= SEND_NOW_CHARS ? { posted: batch } : JSON.stringify(batch));
+  outboxChars = 0;
+}
+
 function post(message: WorkerToHost): void {
   port.postMessage(message);
 }
+
+const link: HostLink = {
+  send: sendOutbox,
+  poll: deliverSettles,
+  wait(untilMs) {
+    if (current) bridge.wait(current.abortSeq, untilMs, WAIT_SPIN_MS);
+  },
+};
 
 function instanceKey(session: string, maxPages: number): string {
   return `${maxPages}:${session}`;
@@ -169,7 +205,7 @@ async function run(request: RunRequest): Promise<void> {
   try {
     instance = await instanceFor(request);
   } catch (error) {
-    post({
+    postRun({
       type: "done",
       runId: request.runId,
       ok: false,
@@ -178,13 +214,15 @@ async function run(request: RunRequest): Promise<void> {
       pendingCalls: [],
       instanceDiscarded: true,
     });
+    sendOutbox();
     return;
   }
   const snapshot = snapshotOf.get(instance);
   const source: VmSource = snapshot
     ? { dispatch, open: () => restoredVm(snapshot) }
     : { dispatch, open: () => freshVm(instance, config.prelude, dispatch, layout) };
-  const guest = new GuestRun(instance, request, config.prelude, abortFlag, post, pollSettles, source);
+  deliverSettles(); // results of an earlier run that arrived after it ended: dropped
+  const guest = new GuestRun(instance, request, config.prelude, abortFlag, postRun, link, source);
   current = guest;
   const done = await guest.execute();
   current = undefined;
@@ -198,7 +236,8 @@ async function run(request: RunRequest): Promise<void> {
   // memory. A stack overflow went deep into this thread's native stack, whose pages stay
   // resident for the thread's life: that worker is replaced too.
   if (heldBytes() > config.maxHeldBytes || done.error?.kind === "stack") done.retire = true;
-  post(done);
+  postRun(done);
+  sendOutbox();
   guest.teardown();
   instance.runs++;
   if (instance.dead) {
@@ -210,21 +249,18 @@ async function run(request: RunRequest): Promise<void> {
   });
 }
 
-function onSettle(message: SettleMessage): void {
-  if (current?.runId === message.runId) current.settle(message);
-}
-
-/** Take the tool results already queued, without waiting for the event loop; true if there were any. */
-function pollSettles(): boolean {
-  let received = false;
-  for (let next = receiveMessageOnPort(config.settlePort); next; next = receiveMessageOnPort(config.settlePort)) {
-    onSettle(next.message as SettleMessage);
-    received = true;
+/** Hand the tool results that arrived to the current run (others are late: their run ended); true if it got any. */
+function deliverSettles(): boolean {
+  let delivered = false;
+  for (let message = bridge.receive(); message !== undefined; message = bridge.receive()) {
+    const settle = parseSettle(message);
+    if (current && settle.abortSeq === current.abortSeq) {
+      current.settle(settle);
+      delivered = true;
+    }
   }
-  return received;
+  return delivered;
 }
-
-config.settlePort.on("message", onSettle);
 
 port.on("message", (message: HostToWorker) => {
   switch (message.type) {
