@@ -156,8 +156,10 @@
     // Once per run, before the program: the tools and globals of this run.
     install(configJson) {
       const config = parse(configJson);
-      // `parsed`: the arguments of then(parse) for every call, one array (a frozen one is slower to apply).
-      const root = create(null), branches = create(null), parsed = [parse];
+      // A result arrives as its JSON text, or already decoded from QuickJS's binary format as the
+      // one element of an array. `parsed`: the arguments of then() for every call, one array (a
+      // frozen one is slower to apply).
+      const root = create(null), branches = create(null), parsed = [(v) => (typeof v === "string" ? parse(v) : v[0])];
       for (const path of config.tools) {
         // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
         // code, message) that has no stack yet: QuickJS adds one where it is first thrown, which is

@@ -15,15 +15,29 @@ export interface BridgeSettle {
   abortSeq: number;
   callId: number;
   ok: boolean;
-  json: string;
+  /** JSON text, or (results only) the value in QuickJS's binary format (bjson.ts). */
+  json: string | Uint8Array;
 }
 
-export function formatSettle(abortSeq: number, callId: number, ok: boolean, json: string): string {
-  return `${abortSeq}.${callId}.${ok ? 1 : 0}${json}`;
+/** A result in QuickJS's binary format: 4 bytes run, 4 bytes call, then the encoding (its own buffer, so the port can transfer it). */
+const BINARY_HEADER = 8;
+
+export function formatSettle(abortSeq: number, callId: number, ok: boolean, json: string | Uint8Array): BridgeMessage {
+  if (typeof json === "string") return `${abortSeq}.${callId}.${ok ? 1 : 0}${json}`;
+  const frame = new Uint8Array(BINARY_HEADER + json.length);
+  const view = new DataView(frame.buffer);
+  view.setUint32(0, abortSeq, true);
+  view.setUint32(4, callId, true);
+  frame.set(json, BINARY_HEADER);
+  return frame;
 }
 
 export function parseSettle(message: BridgeMessage): BridgeSettle {
-  if (typeof message !== "string") throw new TypeError("the bridge expected a tool result as text");
+  if (message instanceof Uint8Array) {
+    const view = new DataView(message.buffer, message.byteOffset, message.byteLength);
+    return { abortSeq: view.getUint32(0, true), callId: view.getUint32(4, true), ok: true, json: message.subarray(BINARY_HEADER) };
+  }
+  if (typeof message !== "string") throw new TypeError("the bridge expected a tool result");
   const first = message.indexOf(".");
   const second = message.indexOf(".", first + 1);
   return {

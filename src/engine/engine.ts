@@ -7,7 +7,7 @@
 import { Worker } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
 import { compiledModule } from "./wasm-module.js";
-import { HostBridge } from "./ring.js";
+import { HostBridge, type BridgeMessage } from "./ring.js";
 import { formatSettle, parseBatch } from "./bridge-format.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
 import type { MemoryLayout } from "./snapshot.js";
@@ -46,12 +46,18 @@ export interface EngineOptions {
    * fails, every run builds its runtime, context and prelude (the ordinary path).
    */
   snapshots?: boolean;
+  /**
+   * Send plain-JSON tool results in QuickJS's binary format (default: on, unless the environment
+   * sets CODEMODE_BINARY_RESULTS=off); either way the program gets the same values.
+   */
+  binaryResults?: boolean;
   /** For tests: a memory layout the workers use instead of deriving one (a wrong one must fail the self-test). */
   layout?: MemoryLayout;
 }
 
 /** The reason snapshots are unsupported is worth saying once per process, not per worker. */
 let fallbackWarned = false;
+let binaryWarned = false;
 
 export interface RunCallbacks {
   /** The program called a tool; answer with `handle.settle(callId, …)`. */
@@ -61,7 +67,10 @@ export interface RunCallbacks {
 }
 
 export interface RunHandle {
-  settle(callId: number, ok: boolean, json: string): void;
+  /** A tool result: JSON text, or for a value `encodeToolResult(value).bytes` when `binaryResults`. */
+  settle(callId: number, ok: boolean, json: string | Uint8Array): void;
+  /** The worker running the program decodes results in QuickJS's binary format (false until it is known). */
+  readonly binaryResults: boolean;
   abort(): void;
   readonly done: Promise<DoneMessage>;
 }
@@ -80,7 +89,9 @@ interface Slot {
   /** Tool results go to the worker here, and the run's messages come back: no thread wake-up per message. */
   bridge: HostBridge;
   /** Tool results of this turn of the event loop, sent together (the worker settles them in one delivery). */
-  settles: string[];
+  settles: BridgeMessage[];
+  /** The worker passed the binary-JSON self-test. */
+  binaryResults: boolean;
   abortView: Int32Array;
   ready: Promise<void>;
   isReady: boolean;
@@ -114,6 +125,7 @@ export class SandboxEngine {
   /** This build's memory layout: the first worker derives it, later ones are told. */
   private layout: MemoryLayout | undefined;
   private readonly snapshots: boolean;
+  private readonly binaryResults: boolean;
 
   constructor(private readonly options: EngineOptions) {
     this.maxWorkers = options.maxWorkers ?? 16;
@@ -121,6 +133,7 @@ export class SandboxEngine {
     this.idleMs = options.idleMs ?? 30_000;
     this.snapshots = options.snapshots ?? process.env.CODEMODE_SNAPSHOTS !== "off";
     this.layout = options.layout;
+    this.binaryResults = options.binaryResults ?? process.env.CODEMODE_BINARY_RESULTS !== "off";
   }
 
   /** Start the warm workers; resolves when they can take a run without paying start-up. */
@@ -148,6 +161,10 @@ export class SandboxEngine {
     this.dispatch();
     return {
       done,
+      get binaryResults() {
+        const slot = waiting.slot;
+        return slot !== undefined && slot.binaryResults && !slot.exited;
+      },
       settle: (callId, ok, json) => {
         const slot = waiting.slot;
         if (!slot || slot.active?.request !== request || slot.active.finished) return;
@@ -220,6 +237,7 @@ export class SandboxEngine {
       worker,
       bridge,
       settles: [],
+      binaryResults: false,
       abortView: new Int32Array(abortBuffer),
       ready: new Promise<void>((r) => (markReady = r)),
       isReady: false,
@@ -229,6 +247,14 @@ export class SandboxEngine {
     worker.on("message", (message: WorkerToHost) => {
       if (message.type === "layout") {
         this.layout ??= message.layout;
+        return;
+      }
+      if (message.type === "binary") {
+        slot.binaryResults = message.ok && this.binaryResults;
+        if (!message.ok && !binaryWarned) {
+          binaryWarned = true;
+          process.emitWarning(`codemode-runtime: tool results cross as JSON only: ${message.reason}`, { code: "CODEMODE_BINARY_RESULTS_UNSUPPORTED" });
+        }
         return;
       }
       if (message.type === "fallback") {
@@ -262,7 +288,7 @@ export class SandboxEngine {
 
   private onMessage(slot: Slot, message: WorkerToHost): void {
     const active = slot.active;
-    if (!active || active.finished || message.type === "ready" || message.type === "layout" || message.type === "fallback" || message.runId !== active.request.runId) return;
+    if (!active || active.finished || message.type === "ready" || message.type === "layout" || message.type === "fallback" || message.type === "binary" || message.runId !== active.request.runId) return;
     switch (message.type) {
       case "call":
         active.callbacks.onCall(message.callId, message.path, message.args);

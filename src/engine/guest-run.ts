@@ -7,6 +7,7 @@
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
 import type { WasmInstance } from "./wasm-instance.js";
 import { newGuestString } from "./fast-string.js";
+import { decodeInGuest } from "./bjson.js";
 import { freshVm, type GuestVm, type HostDispatch } from "./guest-vm.js";
 import { formatBytes } from "../text.js";
 import { closestNames } from "../tools/identifiers.js";
@@ -141,7 +142,21 @@ export class GuestRun {
     const deferred = this.inflight.get(message.callId);
     if (!deferred) return;
     this.inflight.delete(message.callId);
-    if (message.ok) {
+    if (typeof message.json !== "string") {
+      // Already a value ([result]: see the prelude), decoded from QuickJS's own format.
+      const decoded = decodeInGuest(this.context, message.json);
+      if ("value" in decoded) {
+        deferred.resolve(decoded.value);
+        decoded.value.dispose();
+      } else if ("error" in decoded) {
+        deferred.reject(decoded.error);
+        decoded.error.dispose();
+      } else {
+        const error = this.context.newError({ name: "InternalError", message: "out of memory" });
+        deferred.reject(error);
+        error.dispose();
+      }
+    } else if (message.ok) {
       // The prelude parses it with its pristine JSON.parse.
       const json = newGuestString(this.context, message.json);
       deferred.resolve(json);

@@ -49,8 +49,8 @@ export interface SettleMessage {
   runId: string;
   callId: number;
   ok: boolean;
-  /** JSON of the value the guest receives (ok) or of `{ name, code?, reason?, message }`. */
-  json: string;
+  /** JSON of the value the guest receives (ok) or of `{ name, code?, reason?, message }`; for a value, its binary encoding instead (bjson.ts). */
+  json: string | Uint8Array;
 }
 
 export interface AbortMessage {
@@ -149,4 +149,11 @@ export interface FallbackMessage {
   reason: string;
 }
 
-export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage | LayoutMessage | FallbackMessage;
+/** Whether the worker's build decodes QuickJS's binary format as the host writes it (bjsonSelfTest). */
+export interface BinaryMessage {
+  type: "binary";
+  ok: boolean;
+  reason?: string;
+}
+
+export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage | LayoutMessage | FallbackMessage | BinaryMessage;

@@ -14,6 +14,7 @@ import { parentPort, threadId, workerData } from "node:worker_threads";
 import { GuestRun, type HostLink, type VmSource } from "./guest-run.js";
 import { WorkerBridge, type BridgeInit } from "./ring.js";
 import { parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
+import { bjsonSelfTest } from "./bjson.js";
 import { freshVm, preludeSetup, restoredVm, type HostDispatch } from "./guest-vm.js";
 import { InstanceSnapshot, memoryLayout, startSnapshots, type MemoryLayout } from "./snapshot.js";
 import { newWasmInstance, pagesFor, type WasmInstance } from "./wasm-instance.js";
@@ -285,6 +286,21 @@ const ready = (): void => {
   });
 };
 
+/** Whether this build writes and reads QuickJS's binary format as the host's encoder does, in a throwaway instance. */
+async function binarySelfTest(): Promise<{ ok: boolean; reason?: string }> {
+  try {
+    const probe = await newWasmInstance(pagesFor(0));
+    const runtime = probe.module.newRuntime();
+    const context = runtime.newContext();
+    const reason = bjsonSelfTest(context);
+    context.dispose();
+    runtime.dispose();
+    return reason === undefined ? { ok: true } : { ok: false, reason };
+  } catch (error) {
+    return { ok: false, reason: `the binary-JSON self-test failed: ${(error as Error).message}` };
+  }
+}
+
 /** Derive the layout (unless an earlier worker did), then take the first two snapshots through the self-test. */
 async function startUp(): Promise<void> {
   if (!layout) {
@@ -296,6 +312,7 @@ async function startUp(): Promise<void> {
       return;
     }
   }
+  post({ type: "binary", ...(await binarySelfTest()) });
   if (snapshotMode !== "pending") return;
   const started = await startSnapshots(pagesFor(config.defaultMemoryBytes), templateSetup, layout);
   if (!started.ok) return snapshotsOff(started.reason);
