@@ -21,6 +21,7 @@ import { HostBridge, type BridgeMessage } from "../src/engine/ring.js";
 import { RawQuickJS, type HostTool } from "./raw.js";
 import { importCosts, loadedModules } from "./imports.js";
 import { benchTasks } from "./tasks.js";
+import { benchTracing } from "./tracing.js";
 
 const quick = process.argv.includes("quick");
 const scale = (n: number) => (quick ? Math.max(3, Math.ceil(n / 10)) : n);
@@ -419,6 +420,15 @@ async function main(): Promise<void> {
     otherTable.push([row.name, fmt(row.ours), row.floor > 0 ? fmt(row.floor) : "—", row.floor > 0 ? `${(row.ours / row.floor).toFixed(1)}×` : "—", row.note ?? ""]);
   }
   console.log(otherTable.toString());
+
+  const tracing = await benchTracing(quick);
+  const tracingTable = new Table({ head: ["tracing (median)", "no provider", "tracer, sampled out", "tracer, recording (in-memory SDK)", "sampled out / none", "recording / none"] });
+  for (const row of tracing.rows) {
+    const fmt = (value: number) => (row.unit === "µs" ? `${value.toFixed(1)} µs` : `${value.toFixed(3)} ms`);
+    tracingTable.push([row.name, fmt(row.none), fmt(row.sampledOut), fmt(row.recording), `${(row.sampledOut / row.none).toFixed(2)}×`, `${(row.recording / row.none).toFixed(2)}×`]);
+  }
+  console.log(tracingTable.toString());
+  console.log(`with no provider a run adds one tracer look-up (${tracing.lookupNs.toFixed(0)} ns) and a tool call nothing: its span is an absent field`);
 }
 
 await main();

@@ -1,5 +1,5 @@
-// The main job: fan out background subagents over this repository's own source files, poll them,
-// aggregate their reports. Offline and deterministic: the agent is a codemode program.
+// The main job: fan out background subagents over this repository's own source files, wait for
+// them, aggregate their reports. Offline and deterministic: the agent is a codemode program.
 //
 //   node bin/codemode.js run --config examples/fanout/codemode.json examples/fanout/main.js
 //
@@ -23,16 +23,11 @@ for (const [dir, paths] of groups) {
   spawned.push({ dir, id: handle.task_id });
 }
 
-// Poll until every task is done; ptc_task_output states the current status each time.
+// Wait for all of them in one call, without a polling loop: ptc_task_wait returns once every task
+// this program spawned has ended (or, timed_out, shortly before the program's deadline).
+await tools.ptc_task_wait({});
 const done = new Map();
-while (done.size < spawned.length) {
-  for (const { id } of spawned) {
-    if (done.has(id)) continue;
-    const out = await tools.ptc_task_output({ task_id: id });
-    if (!["queued", "running", "stopping"].includes(out.status)) done.set(id, out);
-  }
-  if (done.size < spawned.length) await sleep(25);
-}
+for (const { id } of spawned) done.set(id, await tools.ptc_task_output({ task_id: id }));
 
 // Aggregate: one line per directory from its report, then the totals.
 const totals = { files: 0, lines: 0, turns: 0, input_tokens: 0, cost: 0, failed: 0 };

@@ -1,7 +1,9 @@
 // `createCodemode()`: the library's front door. It owns the sandbox engine, the tool set (the
 // host's tools plus the runtime's own), per-session stores, and turns every program outcome into
 // a RunResult. It rejects only for misuse of the API.
+import { randomUUID } from "node:crypto";
 import { join, resolve } from "node:path";
+import type { Tracer } from "@opentelemetry/api";
 import { SandboxEngine } from "../engine/engine.js";
 import {
   describeTool,
@@ -33,6 +35,7 @@ import { SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
 import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
 import { spillingBound } from "./output.js";
+import { isTracer, RunTrace, traceScope, type TraceScope } from "../tracing.js";
 
 export interface CodemodeOptions {
   /** Host tools: `defineTool(...)` results or plain `{ name, description, execute }` objects. */
@@ -61,6 +64,11 @@ export interface CodemodeOptions {
   hooks?: ToolHooks;
   /** Check every view projection against the compact ⊆ full rule at run time. */
   development?: boolean;
+  /**
+   * Records runs, tool calls and tasks as OpenTelemetry spans (docs/tracing.md). Default: the
+   * global provider's tracer; with no provider registered nothing is recorded, at no cost.
+   */
+  tracer?: Tracer;
   /** Sandbox worker threads: at most `max` runs at once (default 16), `min` kept warm (default 1). */
   workers?: {
     max?: number;
@@ -76,7 +84,16 @@ export interface CodemodeOptions {
    * `declarations: true` may carry (24,000). Past a budget tools are listed by name and one line.
    */
   declarations?: { prompt?: number; search?: number };
+  /**
+   * Top-level names of tools that could not be bound, each with why (connectUpstreams'
+   * `unavailable`: servers that failed to start): a program calling `tools.<name>…` gets that
+   * reason instead of "not a tool".
+   */
+  unavailableTools?: Readonly<Record<string, string>>;
 }
+
+/** The smallest declarations budget: room for the notes and a few tools. */
+export const MIN_DECLARATIONS_BUDGET = 256;
 
 /** The default declarations budgets (bytes) per reader; see `CodemodeOptions.declarations`. */
 export const DEFAULT_DECLARATIONS_BUDGETS: Readonly<{ prompt: number; search: number }> = Object.freeze({ prompt: 8_000, search: 24_000 });
@@ -100,6 +117,8 @@ export interface InternalRunOptions extends RunOptions {
   allowTools?: (path: string, tool: Tool) => boolean;
   /** The session lives for this run only (a task's own): never read from or written to disk, dropped after. */
   ephemeralSession?: boolean;
+  /** Where the run's span goes (a task's run span, the ptc_run_code call's); default the runtime's tracer under the active context. */
+  trace?: TraceScope;
   /** Sees the program's text() output as it is flushed during the run (ptc_run_code's progress). */
   onOutput?: (chunks: readonly string[]) => void;
 }
@@ -179,6 +198,11 @@ export class Codemode {
       tools = allowed;
     }
     let stored = false;
+    const runId = randomUUID();
+    const parentTrace = options.trace ?? traceScope(this.options.tracer);
+    const traced = parentTrace && RunTrace.start(parentTrace, { runId, session, depth: options.depth ?? 0, ...(options.taskId !== undefined ? { taskId: options.taskId } : {}) });
+    // What the program spawns in the background is recorded under its run, for ptc_task_wait's default.
+    this.tasks.beginRun(runId);
     const filtered = options.allowTools !== undefined && options.taskId !== undefined;
     if (filtered) this.taskFilters.set(options.taskId!, options.allowTools!);
     const result = await executeRun(
@@ -192,9 +216,12 @@ export class Codemode {
         onStored: () => {
           stored = true;
         },
+        ...(traced ? { trace: traced.scope } : {}),
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        ...(this.options.unavailableTools ? { unavailable: this.options.unavailableTools as Record<string, string> } : {}),
       },
       {
+        runId,
         code,
         limits,
         session,
@@ -204,7 +231,11 @@ export class Codemode {
         taskId: options.taskId,
         globals: options.globals ?? {},
       },
-    ).finally(() => {
+    ).catch((error: unknown) => {
+      traced?.fail(error);
+      throw error;
+    }).finally(() => {
+      this.tasks.endRun(runId);
       if (filtered) this.taskFilters.delete(options.taskId!);
     });
     if (stored && !options.ephemeralSession) {
@@ -215,6 +246,7 @@ export class Codemode {
         result.details.warnings.push(`the session "${session}" could not be saved: ${(error as Error).message}`);
       }
     }
+    traced?.end(result);
     return result;
   }
 
@@ -240,6 +272,7 @@ export class Codemode {
         outputBudget: this.limits.outputBudget,
         boundOutput,
         development: this.options.development ?? false,
+        trace: traceScope(this.options.tracer),
       });
       // A program that failed is an error result for the model, though the tool itself worked.
       if (tool.name === RUN_CODE_TOOL && (result.structuredContent as { status?: string } | undefined)?.status === "error") result.isError = true;
@@ -316,7 +349,14 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     }
   }
   if (options.development !== undefined && typeof options.development !== "boolean") throw new TypeError(`options.development must be a boolean, got ${describe(options.development)}`);
+  if (options.tracer !== undefined && !isTracer(options.tracer)) {
+    throw new TypeError(`options.tracer must be an OpenTelemetry Tracer (e.g. trace.getTracer("my-app") from @opentelemetry/api), got ${describe(options.tracer)}`);
+  }
   checkDeclarationBudgets(options.declarations);
+  const unavailable = options.unavailableTools;
+  if (unavailable !== undefined && (unavailable === null || typeof unavailable !== "object" || Array.isArray(unavailable) || Object.values(unavailable).some((why) => typeof why !== "string"))) {
+    throw new TypeError(`options.unavailableTools must be an object { "<name>": "<why it is not bound>" }, got ${describe(unavailable)}`);
+  }
   const workers = options.workers ?? {};
   for (const key of ["max", "min"] as const) {
     const value = workers[key];
@@ -356,6 +396,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     maxOutputBytes: options.tasks?.maxOutputBytes,
     maxLineBytes: options.tasks?.maxLineBytes,
     cwdRoots: options.tasks?.cwdRoots,
+    tracer: options.tracer,
     scriptRunner: (code, runOptions) => runScript!(code, runOptions),
     childTools: { list: () => childTools!.list(), call: (name, args, ctx) => childTools!.call(name, args, ctx) },
   });
@@ -407,8 +448,8 @@ function checkDeclarationBudgets(value: CodemodeOptions["declarations"]): void {
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError(`options.declarations must be an object { prompt?, search? } of byte budgets, got ${describe(value)}`);
   for (const [key, bytes] of Object.entries(value)) {
     if (key !== "prompt" && key !== "search") throw new TypeError(`options.declarations.${key} is not a declarations budget; known: prompt, search`);
-    if (bytes !== undefined && bytes !== Infinity && (!Number.isInteger(bytes) || bytes < 256)) {
-      throw new RangeError(`options.declarations.${key} must be an integer number of bytes ≥ 256 (or Infinity), got ${describe(bytes)}`);
+    if (bytes !== undefined && bytes !== Infinity && (!Number.isInteger(bytes) || bytes < MIN_DECLARATIONS_BUDGET)) {
+      throw new RangeError(`options.declarations.${key} must be an integer number of bytes ≥ ${MIN_DECLARATIONS_BUDGET} (or Infinity), got ${describe(bytes)}`);
     }
   }
 }

@@ -870,7 +870,11 @@ function stalled(input: DiagnoseInput): Diagnosis {
   if (top && top[1] >= 3) {
     return {
       message: `the program was still polling when ${deadline} passed: it called tools.${top[0]} ${top[1]} times${statuses(input)}`,
-      hint: `poll with await sleep(ms) between calls and stop before the deadline (budget().ms_left), or return what you have and check again in a later run${input.taskStatuses.size > 0 ? " with ptc_task_output" : ""}`,
+      // Tasks have a way to be waited for that costs one call and cannot outlast the deadline.
+      hint:
+        input.taskStatuses.size > 0
+          ? "wait for the tasks in one call instead of polling: await tools.ptc_task_wait({ task_ids }) returns when they have ended, or shortly before the deadline with timed_out: true"
+          : "poll with await sleep(ms) between calls and stop before the deadline (budget().ms_left), or return what you have and check again in a later run",
     };
   }
   const waiting = [stall.pendingCalls > 0 ? `${stall.pendingCalls} tool call${stall.pendingCalls === 1 ? "" : "s"}` : "", stall.pendingTimers > 0 ? `${stall.pendingTimers} timer${stall.pendingTimers === 1 ? "" : "s"} or sleep` : ""].filter(Boolean).join(" and ");

@@ -30,6 +30,7 @@ Top-level await works; \`return\` ends the program with a value.
 - Only \`text(value)\` output reaches you (strings as is, other values as JSON); console.* goes to logs. Print only what you need.
 - \`store(key, value)\` / \`load(key)\` keep JSON values between runs of the same session; \`sleep(ms)\`, setTimeout/clearTimeout work.
 - \`budget()\` returns what is left of this run: { ms_left, tool_calls_left, output_bytes_left }; check it in long loops and print what you have before it runs out.
+- Subagents: \`tools.ptc_subagent({ agent, task, background: true })\` returns a task_id at once; \`await tools.ptc_task_wait({})\` then waits for every background task the program spawned, in one call (no polling loop, no sleep) and returns before the deadline at the latest.
 - Unawaited tool calls are cancelled when the program ends.`;
 
 export function runCodeTool(cm: Codemode, declarations: string): Tool {
@@ -47,7 +48,15 @@ export function runCodeTool(cm: Codemode, declarations: string): Tool {
     output: runOutput,
     execute: async (input, ctx) => {
       const onOutput = ctx.progress ? outputProgress(ctx.progress) : undefined;
-      const result = await cm.runInternal(input.code, { timeoutMs: input.timeout_ms, session: input.session, signal: ctx.signal, depth: ctx.depth, taskId: ctx.taskId, ...(onOutput ? { onOutput } : {}) });
+      const result = await cm.runInternal(input.code, {
+        timeoutMs: input.timeout_ms,
+        session: input.session,
+        signal: ctx.signal,
+        depth: ctx.depth,
+        taskId: ctx.taskId,
+        ...(onOutput ? { onOutput } : {}),
+        ...(ctx.trace ? { trace: ctx.trace } : {}),
+      });
       return { output: result.structuredContent, modelOutput: result.content.map((block) => block.text).join("\n"), details: result.details };
     },
   });

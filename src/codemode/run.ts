@@ -1,7 +1,6 @@
 // One program run from the host's side: dispatching the program's tool calls (with the in-flight
 // limit and FIFO queue), collecting output, console and stores, cancelling what is left at the
 // end, and building the RunResult.
-import { randomUUID } from "node:crypto";
 import type { SandboxEngine } from "../engine/engine.js";
 import type { ConsoleLine, DoneMessage, GuestError } from "../engine/protocol.js";
 import { guestError, invokeToolForProgram, ToolError, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
@@ -13,6 +12,7 @@ import { buildRunResult, type CallRecord, type RunResult } from "./run-result.js
 import { jsonDepth, MAX_VALUE_DEPTH, parseGuestJson } from "./guest-json.js";
 import { stripTypes, unfence, type FenceNote } from "./source.js";
 import { diagnose, floatingCalls, mayDropPromises, type Diagnosis, type Floating } from "./diagnose.js";
+import type { TraceScope } from "../tracing.js";
 
 /** Calls listed in `details.calls`; past it they are counted. */
 const CALL_RECORDS = 200;
@@ -24,7 +24,7 @@ const CONSOLE_LINES = 500;
  */
 const MAX_ANALYSED_CHARS = 512 * 1024;
 /** Tools whose results say how polled tasks stand: a deadline reached while polling names the last statuses. */
-const TASK_TOOLS = new Set(["ptc_task_output", "ptc_task_list", "ptc_subagent"]);
+const TASK_TOOLS = new Set(["ptc_task_output", "ptc_task_list", "ptc_subagent", "ptc_task_wait"]);
 /** Tasks whose last seen status is kept. */
 const TASK_STATUSES = 50;
 
@@ -39,11 +39,16 @@ export interface RunEnvironment {
   store: Map<string, string>;
   /** Called after the program changed the store, so a persisted session can be written back. */
   onStored?: () => void;
+  /** Where the program's tool calls put their spans (the run's span); absent when nothing is traced. */
+  trace?: TraceScope;
   /** Sees text() output as the program flushes it, while it runs (progress for a client). */
   onOutput?: (chunks: readonly string[]) => void;
+  /** Names not bound, with why: `CodemodeOptions.unavailableTools`. */
+  unavailable?: Record<string, string>;
 }
 
 export interface RunSettings {
+  runId: string;
   code: string;
   limits: Limits;
   session: string;
@@ -72,7 +77,7 @@ export interface SourceNote {
 }
 
 export async function executeRun(env: RunEnvironment, settings: RunSettings): Promise<RunResult> {
-  const runId = randomUUID();
+  const { runId } = settings;
   const started = performance.now();
   const { limits } = settings;
   const output = new OutputCollector(limits.outputBudget, env.spillDir, runId, limits.maxSpillBytes);
@@ -130,6 +135,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
         limits: engineLimits(limits),
         deadline: 0,
         tools: [...env.tools.keys()],
+        ...(env.unavailable ? { unavailable: env.unavailable } : {}),
         globals: settings.globals,
         store: Object.fromEntries(env.store),
       },
@@ -154,8 +160,9 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
       input = { ...(input as Record<string, unknown>), result_view: settings.resultView };
     }
     const value = await invokeToolForProgram(tool, input, {
-      ctx: { signal: state.controller.signal, callId: `${runId}:${state.record.id}`, runId, depth: settings.depth, ...(settings.taskId ? { taskId: settings.taskId } : {}) },
+      ctx: { signal: state.controller.signal, callId: `${runId}:${state.record.id}`, runId, depth: settings.depth, deadline: handle.deadline, ...(settings.taskId ? { taskId: settings.taskId } : {}) },
       hooks: env.hooks,
+      trace: env.trace,
       // The program, not the model, reads this result: the crossing limit bounds it, not the output
       // budget, and the model's text of a tool with an output is never built.
       outputBudget: Infinity,

@@ -73,6 +73,8 @@ export interface RunHandle {
   readonly binaryResults: boolean;
   abort(): void;
   readonly done: Promise<DoneMessage>;
+  /** When the run times out (epoch ms), once a worker took it; undefined while it waits for one. */
+  readonly deadline: number | undefined;
 }
 
 interface ActiveRun {
@@ -164,6 +166,9 @@ export class SandboxEngine {
       get binaryResults() {
         const slot = waiting.slot;
         return slot !== undefined && slot.binaryResults && !slot.exited;
+      },
+      get deadline() {
+        return waiting.slot ? request.deadline : undefined;
       },
       settle: (callId, ok, json) => {
         const slot = waiting.slot;

@@ -58,6 +58,7 @@ export function childToolProvider(tools: readonly Tool[], options: ChildToolOpti
         ctx: { signal: ctx.signal, callId: `child-${++seq}`, runId: `task-${ctx.taskId}`, depth: ctx.depth, taskId: ctx.taskId },
         ...(options.hooks ? { hooks: options.hooks } : {}),
         ...(options.boundOutput ? { boundOutput: options.boundOutput } : {}),
+        ...(ctx.trace ? { trace: ctx.trace } : {}),
       });
       return result.content.map((c) => c.text).join("\n");
     },

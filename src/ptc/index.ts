@@ -1,7 +1,7 @@
-import { takeTail } from "../text.js";
+import { summaryLine, takeTail } from "../text.js";
 import { z } from "zod";
 import { defineTool, pinnedText, ToolError, type PinnedText, type Tool, type ToolContext } from "../tools/index.js";
-import { TaskError, TaskHost, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type TaskRecord, type TaskStatus } from "../tasks/index.js";
+import { isTerminal, TaskError, TaskHost, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type TaskRecord, type TaskStatus } from "../tasks/index.js";
 import {
   detailRecord,
   readOnlyTierSchema,
@@ -93,9 +93,28 @@ function reportText(report: SnakeRecord["report"], recordUsage: SnakeRecord["usa
   return lines;
 }
 
+/** Agents listed by name in ptc_subagent's description, and the characters of each one's line. */
+const LISTED_AGENTS = 30;
+const AGENT_LINE_CHARS = 100;
+
+/**
+ * The agents a model can spawn, one line each (name, driver, read-only, what it does), so it can
+ * choose one without a failed call; past LISTED_AGENTS by name only.
+ */
+function agentList(host: TaskHost): string {
+  const agents = host.agents.list();
+  const broken = host.agents.problems.map((problem) => problem.name);
+  if (agents.length === 0 && broken.length === 0) return "\n\nNo agents are defined.";
+  const lines = agents.slice(0, LISTED_AGENTS).map((agent) => `- ${agent.name} (${agent.driver}${agent.readOnly ? ", read-only" : ""}): ${summaryLine(agent.description, AGENT_LINE_CHARS)}`);
+  const rest = agents.slice(LISTED_AGENTS).map((agent) => agent.name);
+  if (rest.length > 0) lines.push(`- also: ${rest.join(", ")}`);
+  if (broken.length > 0) lines.push(`Not loaded (their files have errors): ${broken.join(", ")}`);
+  return `\n\nAgents:\n${lines.join("\n")}`;
+}
+
 export function ptcSubagentTool(host: TaskHost): Tool {
   const compact = z.object({
-    task_id: z.string().optional().describe("Only for a background spawn: poll it with ptc_task_output"),
+    task_id: z.string().optional().describe("Only for a background spawn: wait for it with ptc_task_wait"),
     status: statusSchema.describe("Background: running or queued. Foreground: succeeded"),
     exit_code: z.number().int().optional().describe("Only for a foreground spawn"),
     report_channel: reportChannelSchema,
@@ -109,8 +128,7 @@ export function ptcSubagentTool(host: TaskHost): Tool {
     title: "Run a subagent",
     // A command agent is a process that may do anything its CLI does.
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-    description:
-      "Spawn a subagent on a task. Foreground (default) waits and returns its result; background: true returns a task_id at once (status running or queued) to poll with ptc_task_output. A failed foreground child rejects with its task id.",
+    description: `Spawn a subagent on a task. Foreground (default) waits and returns its result; background: true returns a task_id at once (status running or queued); wait for it with ptc_task_wait. A failed foreground child rejects with its task id.${agentList(host)}`,
     input: z.object({
       agent: z.string().min(1).describe("Agent name"),
       task: z.string().min(1).refine((text) => text.trim().length > 0, "must contain text, not only whitespace").describe("What the subagent should do"),
@@ -124,7 +142,7 @@ export function ptcSubagentTool(host: TaskHost): Tool {
       guarded(async () => {
         const rec = await host.spawn(
           { ...input, background: input.background ?? false },
-          { depth: ctx.depth, signal: ctx.signal, ...(ctx.taskId !== undefined ? { parentTaskId: ctx.taskId } : {}) },
+          { depth: ctx.depth, signal: ctx.signal, runId: ctx.runId, ...(ctx.trace ? { trace: ctx.trace } : {}), ...(ctx.taskId !== undefined ? { parentTaskId: ctx.taskId } : {}) },
         );
         return subagentRecord(host, rec);
       }),
@@ -132,7 +150,7 @@ export function ptcSubagentTool(host: TaskHost): Tool {
       if (r.task_id !== undefined) {
         return pinnedText(
           [
-            `Started background task ${r.task_id} (agent ${r.task.agent}), status ${r.status}. Poll it with ptc_task_output({ task_id: "${r.task_id}" }).`,
+            `Started background task ${r.task_id} (agent ${r.task.agent}), status ${r.status}. Wait for it with ptc_task_wait({ task_ids: ["${r.task_id}"] }), then read it with ptc_task_output.`,
             usageLine(undefined),
           ].join("\n"),
         );
@@ -174,17 +192,25 @@ function subagentRecord(host: TaskHost, rec: TaskRecord) {
   };
 }
 
+/** One task as ptc_task_list and ptc_task_wait list it. */
+const listRowSchema = z.object({
+  id: z.string(),
+  status: statusSchema,
+  agent: z.string(),
+  depth: z.number().int(),
+  label: z.string(),
+  output_bytes: z.number().int().optional().describe("Absent until the task wrote output"),
+  error_message: z.string().optional().describe(`Present only when the task had an error; cut at ${LIST_ERROR_CHARS} characters (ptc_task_output has all of it)`),
+});
+
+/** A row of a task list's text: its status, size (and usage, where asked) and error, as the structured row has them. */
+function rowText(t: SnakeRecord, withUsage = false): string {
+  const usage = withUsage && t.usage ? ` ${usageLine(t.usage)}` : "";
+  return `${t.id} ${t.status} ${t.agent} depth=${t.depth} "${t.label}" ${t.output_bytes ?? 0}B${usage}${t.error_message ? ` error: ${t.error_message}` : ""}`;
+}
+
 export function ptcTaskListTool(host: TaskHost): Tool {
-  const row = z.object({
-    id: z.string(),
-    status: statusSchema,
-    agent: z.string(),
-    depth: z.number().int(),
-    label: z.string(),
-    output_bytes: z.number().int().optional().describe("Absent until the task wrote output"),
-    error_message: z.string().optional().describe(`Present only when the task had an error; cut at ${LIST_ERROR_CHARS} characters (ptc_task_output has all of it)`),
-  });
-  const compact = z.object({ tasks: z.array(row), count: z.number().int().describe("How many tasks match (tasks holds the most recent `limit`)") });
+  const compact = z.object({ tasks: z.array(listRowSchema), count: z.number().int().describe("How many tasks match (tasks holds the most recent `limit`)") });
   const full = z.object({ tasks: z.array(taskRecordSchema), count: z.number().int() });
   type Out = { tasks: SnakeRecord[]; count: number };
   return defineTool({
@@ -205,12 +231,7 @@ export function ptcTaskListTool(host: TaskHost): Tool {
     toModelOutput: (r: Out) => {
       const head = `${r.count} task${r.count === 1 ? "" : "s"}${r.count > r.tasks.length ? ` (showing the last ${r.tasks.length})` : ""}`;
       // The count survives any cut; rows (and the messages in them) are what gets cut.
-      return pinnedText(
-        head,
-        r.tasks
-          .map((t) => `${t.id} ${t.status} ${t.agent} depth=${t.depth} "${t.label}" ${t.output_bytes ?? 0}B${t.error_message ? ` error: ${t.error_message}` : ""}`)
-          .join("\n"),
-      );
+      return pinnedText(head, r.tasks.map((t) => rowText(t)).join("\n"));
     },
     toDetails: (r: Out) => ({ tasks: r.tasks.map((t) => detailRecord(host, host.get(t.id)!)), count: r.count }),
   });
@@ -291,9 +312,9 @@ export function ptcTaskStopTool(host: TaskHost): Tool {
     description: "Stop a queued or running task (SIGTERM, then SIGKILL after a grace period); the tasks it spawned are stopped too.",
     input: z.object({ task_id: z.string().min(1), reason: z.string().optional() }),
     views: { compact, full: compact.extend({ task: taskRecordSchema }) },
-    execute: (input) =>
+    execute: (input, ctx: ToolContext) =>
       guarded(async () => {
-        const { record, fromStatus } = await host.stop(input.task_id, input.reason);
+        const { record, fromStatus } = await host.stop(input.task_id, input.reason, ctx.trace);
         return {
           task_id: record.id,
           status: record.status,
@@ -311,10 +332,115 @@ export function ptcTaskStopTool(host: TaskHost): Tool {
   });
 }
 
-/** The four task tools over one host. */
+/** A wait with no program deadline over it (a direct call) and no timeout_ms of its own ends after this long. */
+export const DEFAULT_WAIT_MS = 30_000;
+export const MAX_WAIT_MS = 600_000;
+/**
+ * A wait returns this long before the program's deadline (or halfway there, with less than twice
+ * this left), so the program still has time to read and print what it waited for.
+ */
+export const DEADLINE_MARGIN_MS = 1_000;
+
+/** "2 succeeded, 1 failed": how many of `rows` are in each status, in the order statuses first appear. */
+function tally(rows: readonly SnakeRecord[]): string {
+  const counts = new Map<string, number>();
+  for (const r of rows) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+  return [...counts].map(([status, n]) => `${n} ${status}`).join(", ");
+}
+
+export function ptcTaskWaitTool(host: TaskHost): Tool {
+  const compact = z.object({
+    tasks: z.array(listRowSchema).describe("The tasks waited for, in the order asked, as ptc_task_list rows"),
+    done: z.array(z.string()).describe("Ids that reached a terminal status (succeeded, failed, canceled, lost)"),
+    pending: z.array(z.string()).describe("Ids still queued, running or stopping: pass them as task_ids to wait again"),
+    timed_out: z.boolean().describe("The condition did not hold by timeout_ms, or shortly before the program's deadline"),
+  });
+  const full = compact.extend({ tasks: z.array(taskRecordSchema) });
+  // waited_ms, ended_by: host-only (no view shows them), for the model text.
+  type Out = { tasks: SnakeRecord[]; done: string[]; pending: string[]; timed_out: boolean; waited_ms: number; ended_by?: "timeout_ms" | "deadline" };
+  return defineTool({
+    name: "ptc_task_wait",
+    title: "Wait for tasks",
+    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    description:
+      'Wait for background tasks in one call instead of polling: returns as soon as all (until "all", the default) or any (until "any") of task_ids have ended — default: the background tasks this program spawned — or at timeout_ms, or shortly before the program\'s deadline (timed_out: true; the run does not fail). tasks are ptc_task_list rows; done and pending list ids. A waiting task holds no running slot, so the tasks it waits for can run.',
+    input: z.object({
+      task_ids: z.array(z.string().min(1)).min(1).max(MAX_LIST_LIMIT).optional().describe("Default: the background tasks this program spawned"),
+      until: z.enum(["all", "any"]).optional().describe('"all" (default): every task has ended; "any": at least one has'),
+      timeout_ms: z
+        .number()
+        .int()
+        .min(0)
+        .max(MAX_WAIT_MS)
+        .optional()
+        .describe(`Return by then even if the condition does not hold (default: shortly before the program's deadline; outside a program ${DEFAULT_WAIT_MS} ms)`),
+    }),
+    views: { compact, full },
+    execute: (input, ctx: ToolContext) =>
+      guarded(async () => {
+        const ids = input.task_ids ?? defaultWaitIds(host, ctx);
+        const started = Date.now();
+        let endAt = started + (input.timeout_ms ?? (ctx.deadline === undefined ? DEFAULT_WAIT_MS : MAX_WAIT_MS));
+        let endedBy: Out["ended_by"] = "timeout_ms";
+        if (ctx.deadline !== undefined) {
+          const cap = ctx.deadline - Math.min(DEADLINE_MARGIN_MS, Math.max(0, ctx.deadline - started) / 2);
+          if (cap < endAt) [endAt, endedBy] = [cap, "deadline"];
+        }
+        const { records, outcome } = await host.waitFor(ids, {
+          until: input.until ?? "all",
+          endAt,
+          signal: ctx.signal,
+          ...(ctx.taskId !== undefined ? { waiterTaskId: ctx.taskId } : {}),
+          // A client listening for progress hears of each task as it ends.
+          ...(ctx.progress ? { onEnd: (r: TaskRecord) => ctx.progress!(`task ${r.id} (${r.agent}, "${r.label}"): ${r.status}`) } : {}),
+        });
+        const tasks = records.map((r) => listRow(toSnake(r)));
+        const pending = tasks.filter((t) => !isTerminal(t.status)).map((t) => t.id);
+        if (outcome === "aborted") {
+          throw new ToolError("tool_aborted", `ptc_task_wait was cancelled after ${Date.now() - started} ms, with ${pending.length} of ${tasks.length} tasks pending (the program ended or was stopped)`);
+        }
+        const out: Out = { tasks, done: tasks.filter((t) => isTerminal(t.status)).map((t) => t.id), pending, timed_out: outcome === "timed_out", waited_ms: Date.now() - started };
+        if (out.timed_out) out.ended_by = endedBy;
+        return out;
+      }),
+    toModelOutput: (r: Out) => {
+      const n = r.tasks.length;
+      const ended = r.tasks.filter((t) => isTerminal(t.status));
+      const waiting = r.tasks.filter((t) => !isTerminal(t.status));
+      let head = `${ended.length} of ${n} task${n === 1 ? "" : "s"} ended${ended.length ? ` (${tally(ended)})` : ""}`;
+      if (waiting.length) head += `; ${waiting.length} pending (${tally(waiting)})`;
+      if (r.ended_by === "timeout_ms") head = `Timed out after ${r.waited_ms} ms: ${head}. Wait again for the pending ids, or stop them with ptc_task_stop.`;
+      else if (r.ended_by === "deadline") head = `Stopped waiting after ${r.waited_ms} ms, shortly before the program's deadline: ${head}. Print what you have now.`;
+      else head += ".";
+      // The summary survives any cut; rows (and the messages in them) are what gets cut.
+      return pinnedText(head, r.tasks.map((t) => rowText(t, true)).join("\n"));
+    },
+    toDetails: (r: Out) => ({ tasks: r.tasks.map((t) => detailRecord(host, host.get(t.id)!)), done: r.done, pending: r.pending, timedOut: r.timed_out }),
+  });
+}
+
+/** ptc_task_wait's default: the background tasks the calling program spawned. */
+function defaultWaitIds(host: TaskHost, ctx: ToolContext): string[] {
+  const spawned = host.tasksOfRun(ctx.runId, ctx.taskId);
+  if (spawned === undefined) {
+    throw new TaskError(
+      "invalid_argument",
+      'ptc_task_wait needs "task_ids" here: it was not called from a program, so there are no tasks "this program spawned" to wait for; pass the task_id values ptc_subagent returned (ptc_task_list lists them)',
+    );
+  }
+  if (spawned.length === 0) {
+    throw new TaskError(
+      "invalid_argument",
+      'this program has spawned no background tasks, so ptc_task_wait has nothing to wait for; spawn with ptc_subagent({ …, background: true }) first, or pass "task_ids" (ptc_task_list lists the tasks of earlier programs)',
+    );
+  }
+  return spawned;
+}
+
+/** The five task tools over one host. */
 export function ptcTools(host: TaskHost): Tool[] {
   if (!(host instanceof TaskHost)) throw new TypeError(`ptcTools: "host" must be a TaskHost, received ${host === null ? "null" : typeof host}`);
-  return [ptcSubagentTool(host), ptcTaskListTool(host), ptcTaskOutputTool(host), ptcTaskStopTool(host)];
+  return [ptcSubagentTool(host), ptcTaskListTool(host), ptcTaskOutputTool(host), ptcTaskStopTool(host), ptcTaskWaitTool(host)];
 }
 
 export { codemodeScriptRunner, type ProgramHost, type ScriptRunnerOptions } from "./script-runner.js";

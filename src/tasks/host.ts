@@ -30,6 +30,8 @@ import { assertTransition } from "./status.js";
 import type { TaskStore } from "./store.js";
 import { MIN_OUTPUT_CAP, TaskLog } from "./task-log.js";
 import { formatBytes } from "../text.js";
+import { StopTrace, TaskTrace, traceScope, type TraceScope } from "../tracing.js";
+import type { Tracer } from "@opentelemetry/api";
 import {
   isTerminal,
   TASK_STATUSES,
@@ -74,6 +76,8 @@ export interface TaskHostOptions {
   maxOutputBytes?: number;
   /** Longest stdout line a line protocol keeps (default 4 MiB); a longer one fails the task. */
   maxLineBytes?: number;
+  /** Records task spans (OpenTelemetry) for spawns not traced by their caller; default the global provider's tracer. */
+  tracer?: Tracer;
 }
 
 export interface SpawnRequest {
@@ -94,10 +98,17 @@ export interface SpawnRequest {
 export interface SpawnContext {
   /** Depth of the calling program (0 = top level). Ignored when `parentTaskId` names a known task. */
   depth?: number;
+  /**
+   * The program run that spawns (ToolContext.runId). A background task is recorded under a run
+   * opened with `beginRun`, for `ptc_task_wait`'s default: the tasks this program spawned.
+   */
+  runId?: string;
   /** The task whose program is spawning, for parent links, depth and stop cascades. */
   parentTaskId?: string;
   /** A foreground child is stopped when this aborts. */
   signal?: AbortSignal;
+  /** Where the task's span goes (the calling tool call's); default the host's tracer under the active context. */
+  trace?: TraceScope;
 }
 
 export interface StopResult {
@@ -118,6 +129,29 @@ export interface OutputPage {
   preview?: string;
 }
 
+export interface WaitOptions {
+  /** "all" (default): until every task has ended; "any": until at least one has. */
+  until?: "all" | "any";
+  /** Epoch milliseconds: by then the wait returns whatever the tasks' state. */
+  endAt: number;
+  /** The wait returns at once when this aborts. */
+  signal?: AbortSignal;
+  /**
+   * The task whose program waits. While it waits its running slot is free, so the tasks it waits
+   * for can run in it; it takes the slot back the moment its wait ends (see `yieldSlot`).
+   */
+  waiterTaskId?: string;
+  /** Told of each awaited task that ends while the wait lasts (a caller's progress). */
+  onEnd?: (record: TaskRecord) => void;
+}
+
+export interface WaitResult {
+  /** One record per distinct id asked for, in the order asked. */
+  records: TaskRecord[];
+  /** Why the wait returned: the condition held, `endAt` came, or the signal aborted. */
+  outcome: "ended" | "timed_out" | "aborted";
+}
+
 export interface ListOptions {
   status?: readonly string[];
   limit?: number;
@@ -135,6 +169,8 @@ const REPORT_SCAN_BYTES = 64 * 1024;
 const RETRY_WRITES_MS = 1000;
 /** Warnings kept for a reader (`warnings`); older ones are dropped. */
 const MAX_WARNINGS = 100;
+/** How often a wait looks at tasks another host runs (their end reaches this host only through the store). */
+const FOREIGN_WAIT_POLL_MS = 250;
 
 interface Live {
   record: TaskRecord;
@@ -160,6 +196,9 @@ interface Live {
   ownsSlot: boolean;
   borrowedFrom?: Live;
   lentTo?: Live;
+  /** Waits (ptc_task_wait) in progress that gave this task's slot back to the host; 0 when it holds its slot. */
+  waits: number;
+  trace?: TaskTrace;
 }
 
 interface Unrecorded {
@@ -183,6 +222,7 @@ export class TaskHost {
   readonly killGraceMs: number;
   readonly maxOutputBytes: number;
   readonly maxLineBytes: number;
+  private readonly tracer?: Tracer;
   private readonly drivers: Record<DriverKind, Driver>;
   private readonly spillDir: string | PrivateTempDir;
   private readonly childTools?: ChildToolProvider;
@@ -197,6 +237,10 @@ export class TaskHost {
   private retryTimer: ReturnType<typeof setInterval> | undefined;
   private readonly ownWarnings: string[] = [];
   private readonly queue: string[] = [];
+  /** Background tasks spawned by each open program run, for ptc_task_wait's default. */
+  private readonly runs = new Map<string, string[]>();
+  /** Called with the id of each task that ends on this host (what waits listen to). */
+  private readonly endListeners = new Set<(id: string) => void>();
   private runningCount = 0;
   private closed = false;
 
@@ -216,6 +260,7 @@ export class TaskHost {
     this.store = options.store;
     this.agents = options.agents;
     this.childTools = options.childTools;
+    this.tracer = options.tracer;
     this.cwd = options.cwd ?? process.cwd();
     if (options.cwdRoots !== undefined && (!Array.isArray(options.cwdRoots) || options.cwdRoots.some((r) => typeof r !== "string" || r === ""))) {
       throw invalidArgument("cwdRoots", "an array of directory paths", options.cwdRoots);
@@ -308,7 +353,7 @@ export class TaskHost {
     if (willQueue && this.queue.length >= this.maxQueued) {
       throw new TaskError(
         "task_queue_full",
-        `cannot spawn agent "${agent.name}": ${this.queue.length} tasks are already waiting for one of ${this.maxRunning} slots (the host's limit is ${this.maxQueued} waiting); wait for some to finish (poll ptc_task_list) or stop ones you no longer need (ptc_task_stop), then spawn again`,
+        `cannot spawn agent "${agent.name}": ${this.queue.length} tasks are already waiting for one of ${this.maxRunning} slots (the host's limit is ${this.maxQueued} waiting); wait for some to finish (ptc_task_wait) or stop ones you no longer need (ptc_task_stop), then spawn again`,
       );
     }
     // "enforced" only where the host is the child's sole way to act: a script runs in the sandbox
@@ -341,6 +386,7 @@ export class TaskHost {
     this.store.insert(record);
 
     const live = this.track(record, agent);
+    live.trace = TaskTrace.spawned(context.trace ?? traceScope(this.tracer), record);
     if (borrow) {
       live.borrowedFrom = borrow;
       borrow.lentTo = live;
@@ -351,7 +397,10 @@ export class TaskHost {
     } else {
       this.queue.push(record.id);
     }
-    if (req.background) return { ...live.record };
+    if (req.background) {
+      if (context.runId !== undefined) this.runs.get(context.runId)?.push(record.id);
+      return { ...live.record };
+    }
 
     const onAbort = (): void => {
       void this.stop(record.id, "the calling program was cancelled").catch(() => undefined);
@@ -375,6 +424,92 @@ export class TaskHost {
     const live = this.live.get(id);
     if (live) return live.done;
     return this.getOrThrow(id);
+  }
+
+  /**
+   * A program run starts: the background tasks it spawns (SpawnContext.runId) are recorded until
+   * `endRun`, so `tasksOfRun` can answer "the tasks this program spawned".
+   */
+  beginRun(runId: string): void {
+    if (!this.runs.has(runId)) this.runs.set(runId, []);
+  }
+
+  endRun(runId: string): void {
+    this.runs.delete(runId);
+  }
+
+  /** The background tasks a program spawned: those of its open run, else those of the task it runs in. */
+  tasksOfRun(runId: string, taskId?: string): string[] | undefined {
+    const spawned = this.runs.get(runId);
+    if (spawned) return [...spawned];
+    if (taskId === undefined) return undefined;
+    return this.store.children(taskId).filter((c) => c.background).map((c) => c.id);
+  }
+
+  /**
+   * Waits until every task in `ids` (or, with until "any", one of them) has ended, `endAt` comes
+   * or the signal aborts, and answers with their records as they are then. Ends are pushed by the
+   * tasks themselves; only tasks another host runs are looked at every 250 ms. The waiting
+   * task's slot is free for others meanwhile.
+   */
+  async waitFor(ids: readonly string[], options: WaitOptions): Promise<WaitResult> {
+    if (!Array.isArray(ids) || ids.length === 0) throw invalidArgument("task_ids", "a non-empty array of task ids", ids);
+    const wanted = [...new Set(ids)];
+    const unknown = wanted.filter((id) => typeof id !== "string" || this.get(id) === undefined);
+    if (unknown.length === 1) this.getOrThrow(unknown[0]!);
+    if (unknown.length > 1) {
+      throw new TaskError("task_not_found", `unknown task ids ${unknown.map((id) => JSON.stringify(id)).join(", ")}; list task ids with ptc_task_list`, unknown[0]);
+    }
+    if (options.waiterTaskId !== undefined && wanted.includes(options.waiterTaskId)) {
+      throw new TaskError(
+        "invalid_argument",
+        `task ${options.waiterTaskId} is the task this program runs in: it cannot end while its program waits for it; leave it out of "task_ids"`,
+        options.waiterTaskId,
+      );
+    }
+    const any = options.until === "any";
+    const pending = new Set(wanted.filter((id) => !isTerminal(this.get(id)!.status)));
+    const holds = (): boolean => (any ? pending.size < wanted.length : pending.size === 0);
+    const snapshot = (outcome: WaitResult["outcome"]): WaitResult => ({ records: wanted.map((id) => this.get(id)!), outcome });
+    if (holds()) return snapshot("ended");
+    const waiter = options.waiterTaskId !== undefined ? this.live.get(options.waiterTaskId) : undefined;
+    if (options.signal?.aborted || waiter?.controller.signal.aborted) return snapshot("aborted");
+    if (Date.now() >= options.endAt) return snapshot("timed_out");
+
+    const giveBack = this.yieldSlot(waiter);
+    let stop!: (outcome: WaitResult["outcome"]) => void;
+    const stopped = new Promise<WaitResult["outcome"]>((resolve) => (stop = resolve));
+    const onEnd = (id: string): void => {
+      if (!pending.delete(id)) return;
+      options.onEnd?.(this.get(id)!);
+      if (holds()) stop("ended");
+    };
+    const onAbort = (): void => stop("aborted");
+    const timer = setTimeout(() => stop("timed_out"), Math.max(0, options.endAt - Date.now()));
+    // Tasks of another host (a shared data dir) end in the store only; a host that died ends none
+    // of them, so its tasks are marked lost here, as a stop would.
+    const foreign = [...pending].filter((id) => !this.live.has(id));
+    const look = (): void => {
+      for (const id of foreign) {
+        const r = this.get(id)!;
+        if (!isTerminal(r.status) && !this.unrecorded.has(id) && !this.store.isOwnerAlive(r.owner)) this.reapLost();
+        if (isTerminal(this.get(id)!.status)) onEnd(id);
+      }
+    };
+    const poll = foreign.length === 0 ? undefined : setInterval(look, FOREIGN_WAIT_POLL_MS);
+    this.endListeners.add(onEnd);
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    waiter?.controller.signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      return snapshot(await stopped);
+    } finally {
+      clearTimeout(timer);
+      if (poll) clearInterval(poll);
+      this.endListeners.delete(onEnd);
+      options.signal?.removeEventListener("abort", onAbort);
+      waiter?.controller.signal.removeEventListener("abort", onAbort);
+      giveBack();
+    }
   }
 
   get(id: string): TaskRecord | undefined {
@@ -440,7 +575,7 @@ export class TaskHost {
    * Stops a task: a queued one is canceled at once; a running one gets SIGTERM (its signal aborts),
    * SIGKILL after the grace period, and the tasks it spawned are stopped too.
    */
-  async stop(id: string, reason?: string): Promise<StopResult> {
+  async stop(id: string, reason?: string, trace?: TraceScope): Promise<StopResult> {
     if (reason !== undefined && typeof reason !== "string") throw invalidArgument("reason", "a string", reason);
     if (reason !== undefined) reason = boundedMessage(reason, RECORD_MESSAGE_BYTES);
     let record = this.getOrThrow(id);
@@ -463,8 +598,10 @@ export class TaskHost {
     const l = live;
     const fromStatus = l.record.status;
     if (isTerminal(fromStatus)) assertTransition(id, fromStatus, "canceled");
+    const traced = StopTrace.start(trace, l.trace, id, fromStatus, reason);
     if (!l.stopRequested) {
       l.stopRequested = true;
+      l.trace?.stopRequested(reason);
       if (reason !== undefined) l.stopReason = reason;
       if (fromStatus === "queued") {
         const at = this.queue.indexOf(id);
@@ -474,12 +611,13 @@ export class TaskHost {
         this.transition(l, "stopping", (r) => {
           if (reason !== undefined) r.stopReason = reason;
         });
-        const cascade = this.stopChildren(id);
+        const cascade = this.stopChildren(id, traced?.scope);
         this.abortDriver(l, reason ?? "stopped");
         await cascade;
       }
     }
     const final = await l.done;
+    traced?.end(final);
     return { record: final, fromStatus };
   }
 
@@ -504,9 +642,9 @@ export class TaskHost {
     return this.queue.length;
   }
 
-  private async stopChildren(parentId: string): Promise<void> {
+  private async stopChildren(parentId: string, trace: TraceScope | undefined): Promise<void> {
     const children = this.store.children(parentId).filter((c) => !isTerminal(c.status) && this.live.has(c.id));
-    await Promise.all(children.map((c) => this.stop(c.id, `parent task ${parentId} was stopped`).catch(() => undefined)));
+    await Promise.all(children.map((c) => this.stop(c.id, `parent task ${parentId} was stopped`, trace).catch(() => undefined)));
   }
 
   /** Aborts a driver; one that ignores its signal is abandoned once SIGKILL would have landed. */
@@ -520,8 +658,12 @@ export class TaskHost {
   }
 
   private track(record: TaskRecord, agent: AgentDefinition): Live {
-    let settle!: (r: TaskRecord) => void;
-    const done = new Promise<TaskRecord>((r) => (settle = r));
+    let resolve!: (r: TaskRecord) => void;
+    const done = new Promise<TaskRecord>((r) => (resolve = r));
+    const settle = (r: TaskRecord): void => {
+      resolve(r);
+      for (const listener of this.endListeners) listener(r.id);
+    };
     const live: Live = {
       record,
       stored: record.status,
@@ -535,6 +677,7 @@ export class TaskHost {
       started: false,
       finished: false,
       ownsSlot: false,
+      waits: 0,
     };
     live.log = new TaskLog(this.store, record.id, this.maxOutputBytes, (reason) => {
       // The disk refused the task's output: the task fails with that reason, nothing else does.
@@ -547,7 +690,33 @@ export class TaskHost {
   }
 
   private canLend(parent: Live): boolean {
-    return parent.started && !parent.finished && parent.lentTo === undefined && (parent.ownsSlot || parent.borrowedFrom !== undefined);
+    return this.holdsSlot(parent) && parent.waits === 0;
+  }
+
+  /** Whether a task runs in a slot no child of its own is using: its own, or the one its waiting parent lent it. */
+  private holdsSlot(live: Live): boolean {
+    return live.started && !live.finished && live.lentTo === undefined && (live.ownsSlot || live.borrowedFrom !== undefined);
+  }
+
+  /**
+   * A task that waits for others does not hold a slot meanwhile: the count goes down and queued
+   * tasks start, so a program waiting for its own children never keeps them queued. The returned
+   * function takes the slot back, at once, when the wait ends: the host may then run over its cap
+   * for a while, and starts no queued task until it is under it again (a waiter that had to queue
+   * for its slot back could not keep its timeout).
+   */
+  private yieldSlot(live: Live | undefined): () => void {
+    if (!live || (live.waits === 0 && !this.holdsSlot(live))) return () => undefined;
+    if (live.waits++ === 0) {
+      this.runningCount--;
+      this.pump();
+    }
+    let given = false;
+    return () => {
+      if (given || live.waits === 0) return;
+      given = true;
+      if (--live.waits === 0) this.runningCount++;
+    };
   }
 
   private takeSlot(live: Live): void {
@@ -557,6 +726,11 @@ export class TaskHost {
 
   /** A started task ended: its slot goes back (to its parent, to its child still stopping, or to the queue). */
   private releaseSlot(live: Live): void {
+    if (live.waits > 0) {
+      // It ended while waiting (it was stopped): its slot was given back then; count it again to release it below.
+      live.waits = 0;
+      this.runningCount++;
+    }
     const heir = live.lentTo;
     const lender = live.borrowedFrom;
     live.lentTo = undefined;
@@ -604,6 +778,7 @@ export class TaskHost {
       this.abandon(live, err);
       return;
     }
+    live.trace?.started(live.record);
     const driver = this.drivers[live.agent.driver];
     const emit = (event: DriverEvent): void => this.onEvent(live, event);
     let run: Promise<DriverResult>;
@@ -618,6 +793,7 @@ export class TaskHost {
         maxLineBytes: this.maxLineBytes,
         onProcess: (group) => this.recordProcesses(live, group),
         ...(this.childTools ? { childTools: this.childTools } : {}),
+        ...(live.trace ? { trace: live.trace.driverScope } : {}),
       });
     } catch (err) {
       run = Promise.resolve({ exitCode: 1, error: errorMessage(err) });
@@ -649,6 +825,7 @@ export class TaskHost {
     if (queued >= 0) this.queue.splice(queued, 1);
     if (freeSlot && live.started) this.releaseSlot(live);
     live.controller.abort(new Error("the task's record was taken over by another host"));
+    live.trace?.finished(live.record);
     live.settle({ ...live.record, errorMessage: `this host could not record the task's progress (${errorMessage(err)}); read it with ptc_task_output` });
   }
 
@@ -733,6 +910,7 @@ export class TaskHost {
       });
       this.live.delete(id);
       if (live.stored !== live.record.status) this.unrecorded.set(id, { record: live.record, stored: live.stored });
+      live.trace?.finished(live.record);
       live.settle({ ...live.record });
     } catch (err) {
       this.abandon(live, err, false);

@@ -9,6 +9,7 @@ import { assertViewSubset } from "./subset.js";
 import { describeUnknownKeys, findUnknownKeys } from "./unknown-keys.js";
 import { checkCompactResult } from "./view-schemas.js";
 import type { PostErrorEvent, ResultView, ToolCallResult, ToolContext, ToolHooks, ToolRef } from "./types.js";
+import { ToolCallTrace, type TraceScope } from "../tracing.js";
 
 export interface InvokeOptions {
   ctx: ToolContext;
@@ -33,6 +34,8 @@ export interface InvokeOptions {
    * much as the call itself: the JSON of the whole record). Default `"model"`.
    */
   audience?: "model" | "program";
+  /** Where the call's span goes (OpenTelemetry); absent: the call is not traced. */
+  trace?: TraceScope;
 }
 
 interface Checked {
@@ -51,6 +54,7 @@ function checkOptions(options: unknown): Required<Pick<InvokeOptions, "ctx" | "o
   if (typeof c.runId !== "string" || c.runId === "") throw new TypeError(`${where}.ctx.runId must be a non-empty string, received ${describeValue(c.runId)}`);
   if (typeof c.depth !== "number" || !Number.isInteger(c.depth) || c.depth < 0) throw new TypeError(`${where}.ctx.depth must be an integer ≥ 0, received ${String(c.depth)}`);
   if (c.taskId !== undefined && typeof c.taskId !== "string") throw new TypeError(`${where}.ctx.taskId must be a string, received ${describeValue(c.taskId)}`);
+  if (c.deadline !== undefined && !Number.isFinite(c.deadline)) throw new TypeError(`${where}.ctx.deadline must be epoch milliseconds, received ${describeValue(c.deadline)}`);
   const hooks = options.hooks;
   if (hooks !== undefined) {
     if (hooks === null || typeof hooks !== "object") throw new TypeError(`${where}.hooks must be an object { preCall?, postCall?, postError? }, received ${describeValue(hooks)}`);
@@ -293,7 +297,9 @@ async function invoke(tool: Tool, input: unknown, options: InvokeOptions, forPro
   const impl = toolInternals(tool, "invokeTool: tool");
   const opts = checkOptions(options);
   if (forProgram) opts.audience = "program";
-  const { ctx, hooks } = opts;
+  const traced = opts.trace && ToolCallTrace.start(opts.trace, tool, opts.ctx, input);
+  const ctx = traced ? { ...opts.ctx, trace: traced.scope } : opts.ctx;
+  const { hooks } = opts;
   const pinned = tool.hasResultViews ? opts.pinnedResultView : undefined;
   const ref = refOf(tool);
   let stage: PostErrorEvent["stage"] = "input";
@@ -337,7 +343,7 @@ async function invoke(tool: Tool, input: unknown, options: InvokeOptions, forPro
     stage = "execute";
     let returned: unknown;
     try {
-      returned = await impl.execute(checked.args, ctx);
+      returned = await (traced ? traced.run(() => impl.execute(checked.args, ctx)) : impl.execute(checked.args, ctx));
     } catch (err) {
       if (err instanceof ToolError) throw err;
       if (ctx.signal.aborted) throw new ToolError("tool_aborted", `tool "${tool.id}" was cancelled: ${messageOf(err)}`, { cause: err });
@@ -383,9 +389,11 @@ async function invoke(tool: Tool, input: unknown, options: InvokeOptions, forPro
         result = buildChannels(tool, impl, record, view, next, opts.outputBudget, opts.development, programOnly, bound);
       }
     }
+    traced?.succeeded(view, record, programOnly ? undefined : result.content.map((c) => c.text).join("\n"));
     return { result, record };
   } catch (err) {
     const error = err instanceof ToolError ? err : new ToolError("tool_failed", messageOf(err), { cause: err });
+    traced?.failed(error, stage, view);
     if (hooks?.postError) {
       try {
         await hooks.postError({

@@ -1,4 +1,5 @@
 import type { ToolError } from "./errors.js";
+import type { TraceScope } from "../tracing.js";
 
 /** What a tool's `execute` receives besides its input. `signal` is the caller's own, untouched. */
 export interface ToolContext {
@@ -7,6 +8,10 @@ export interface ToolContext {
   runId: string;
   depth: number;
   taskId?: string;
+  /** When the calling program's run times out (epoch milliseconds), for a tool that waits; absent outside a program. */
+  deadline?: number;
+  /** Where this call's own spans go (OpenTelemetry: the tracer and the call's span as parent); absent when nothing is traced. */
+  trace?: TraceScope;
   /** Present when someone listens (an MCP client that asked for progress): tell them what the call is doing. */
   progress?: (message: string) => void;
 }

@@ -7,6 +7,7 @@ import type { DriverEvent, TaskHost, TaskRecord, Usage } from "../tasks/index.js
 import { TaskError, zeroUsage } from "../tasks/index.js";
 import { invokeToolForProgram, ToolError, type ResultView, type ToolHooks } from "../tools/index.js";
 import { setKey } from "../tools/json.js";
+import type { TraceScope } from "../tracing.js";
 import { formatBytes, messageOf } from "../text.js";
 import { backgroundAgentOutput, foregroundOutputOf } from "./agent-node.js";
 import { renderTemplate, setValueAt, valueAt, type Reference } from "./template.js";
@@ -43,6 +44,8 @@ export interface WorkflowRunEnvironment {
   maxInFlight: number;
   /** The largest node output (its JSON), like one value crossing the sandbox wall. */
   maxOutputBytes: number;
+  /** Where the nodes' spans go (the workflow task's run span). */
+  trace?: TraceScope;
 }
 
 export interface WorkflowOutcome {
@@ -111,6 +114,7 @@ export function runWorkflow(plan: WorkflowPlan, inputs: Record<string, unknown>,
       // Nodes read the structured result: its size is bounded below, not by the model's budget.
       outputBudget: Infinity,
       ...(node.view ? { pinnedResultView: node.view } : {}),
+      ...(env.trace ? { trace: env.trace } : {}),
     });
   }
 
@@ -126,7 +130,7 @@ export function runWorkflow(plan: WorkflowPlan, inputs: Record<string, unknown>,
           label: typeof params.label === "string" && params.label !== "" ? params.label : node.id,
           ...(typeof params.model === "string" && params.model !== "" ? { model: params.model } : {}),
         },
-        { parentTaskId: env.taskId, signal },
+        { parentTaskId: env.taskId, signal, ...(env.trace ? { trace: env.trace } : {}) },
       );
     } catch (error) {
       // A failed child still cost what it cost: its usage is the workflow's too.

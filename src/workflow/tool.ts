@@ -102,7 +102,7 @@ export function ptcWorkflowTool(options: WorkflowToolOptions): Tool {
       const plan = checked.plan;
       const label = input.label ?? plan.name ?? WORKFLOW_AGENT;
       let outcome: WorkflowOutcome | undefined;
-      const run: FunctionAgent = async ({ taskId, signal, emit }) => {
+      const run: FunctionAgent = async ({ taskId, signal, emit, trace }) => {
         outcome = await runWorkflow(plan, checked.inputs ?? {}, {
           host,
           taskId,
@@ -113,6 +113,7 @@ export function ptcWorkflowTool(options: WorkflowToolOptions): Tool {
           development: options.development ?? false,
           maxInFlight: options.limits.maxInFlight,
           maxOutputBytes: options.limits.maxCrossingBytes,
+          ...(trace ? { trace } : {}),
         });
         if (outcome.status !== "succeeded") throw new Error(outcome.failure);
       };
@@ -120,7 +121,7 @@ export function ptcWorkflowTool(options: WorkflowToolOptions): Tool {
       try {
         record = await host.spawn(
           { agent: WORKFLOW_AGENT, task: taskText(plan, checked.inputs ?? {}), background: input.background ?? false, label, workflow: run },
-          { depth: ctx.depth, signal: ctx.signal, ...(ctx.taskId !== undefined ? { parentTaskId: ctx.taskId } : {}) },
+          { depth: ctx.depth, signal: ctx.signal, runId: ctx.runId, ...(ctx.trace ? { trace: ctx.trace } : {}), ...(ctx.taskId !== undefined ? { parentTaskId: ctx.taskId } : {}) },
         );
       } catch (error) {
         if (error instanceof TaskError && error.code === "task_failed" && error.taskId && outcome) throw workflowFailed(host, error.taskId, label, outcome);

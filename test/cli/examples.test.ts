@@ -32,8 +32,9 @@ describe("examples", () => {
     ]);
   });
 
-  it("(a) fanout/main.js: background script subagents over a source tree, polled and aggregated", async () => {
-    const result = await runCli(["run", "--config", FANOUT_CONFIG, join(ROOT, "examples", "fanout", "main.js")], { cwd: sourceTree() });
+  it("(a) fanout/main.js: background script subagents over a source tree, waited for in one call and aggregated", async () => {
+    const cwd = sourceTree();
+    const result = await runCli(["run", "--config", FANOUT_CONFIG, join(ROOT, "examples", "fanout", "main.js")], { cwd });
     expect(result).toEqual({
       code: 0,
       stdout: [
@@ -46,6 +47,16 @@ describe("examples", () => {
       ].join("\n"),
       stderr: "",
     });
+    // No polling: the receipt holds one list, two spawns, one wait and one read per task.
+    const json = JSON.parse((await runCli(["run", "--config", FANOUT_CONFIG, join(ROOT, "examples", "fanout", "main.js"), "--json"], { cwd })).stdout);
+    expect(json.details.calls.map((call: { tool: string; status: string }) => `${call.tool}:${call.status}`)).toStrictEqual([
+      "list_files:ok",
+      "ptc_subagent:ok",
+      "ptc_subagent:ok",
+      "ptc_task_wait:ok",
+      "ptc_task_output:ok",
+      "ptc_task_output:ok",
+    ]);
   });
 
   it("(b) fanout/main-command.js: the same with a command-line agent; the host counts and prices its usage events", async () => {

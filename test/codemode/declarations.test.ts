@@ -79,8 +79,8 @@ return [found.matches[0].path, info.tool.descriptor.output_schema.required, orde
     };
     // Not ptc_workflow, whose description has "order" too: this agent cannot call it.
     expect(await output("finder", "order")).toMatchObject({ status: "succeeded", output: "tools.lookup_order ptc_subagent" });
-    // A read-only agent reaches neither lookup_order (not known to be read-only) nor ptc_subagent.
-    expect(await output("reader", "order task")).toMatchObject({ status: "succeeded", output: "tools.ptc_task_output,tools.ptc_task_list tool_invalid_input" });
+    // A read-only agent reaches neither lookup_order (not known to be read-only) nor ptc_subagent; it may read and wait for tasks.
+    expect(await output("reader", "order task")).toMatchObject({ status: "succeeded", output: "tools.ptc_task_wait,tools.ptc_task_output,tools.ptc_task_list tool_invalid_input" });
     // A program of the host's own still sees every tool.
     const top = await cm.run('return (await tools.tool_search({ query: "order" })).matches.map((m) => m.id)');
     expect(top.structuredContent.value).toStrictEqual(["lookup_order", "ptc_workflow"]);

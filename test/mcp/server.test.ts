@@ -66,6 +66,7 @@ describe("codemode mcp", () => {
       ptc_task_list: ["List subagent tasks", hints(true, false, true, false)],
       ptc_task_output: ["Read a task's output", hints(true, false, true, false)],
       ptc_task_stop: ["Stop a task", hints(false, true, true, false)],
+      ptc_task_wait: ["Wait for tasks", hints(true, false, true, false)],
       ptc_workflow: ["Run a workflow", hints(false, true, false, true)],
       tool_info: ["Describe a tool", hints(true, false, true, false)],
       tool_search: ["Search the tools", hints(true, false, true, false)],

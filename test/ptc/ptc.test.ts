@@ -1,8 +1,9 @@
 import { describe, it, expect, afterEach } from "vitest";
 import { readFileSync } from "node:fs";
-import { assertViewSubset, invokeTool, ToolError, type Tool, type ToolCallResult, type ToolContext } from "../../src/tools/index.js";
+import { assertViewSubset, type Tool, type ToolCallResult, type ToolContext } from "../../src/tools/index.js";
 import { AgentRegistry, TaskHost, memoryTaskStore, type AgentInput, type TaskStore, type Usage } from "../../src/tasks/index.js";
 import { ptcTools, toSnake } from "../../src/ptc/index.js";
+import { callTool, refusalOf } from "./helpers.js";
 
 function deferred() {
   let resolve!: () => void;
@@ -70,22 +71,8 @@ function setup(opts: { maxRunning?: number; store?: TaskStore; agents?: AgentInp
 
 const ctx = (depth = 0, taskId?: string): ToolContext => ({ signal: new AbortController().signal, callId: "c", runId: "r", depth, ...(taskId ? { taskId } : {}) });
 
-async function call(tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx(), outputBudget?: number): Promise<ToolCallResult & { sc: Record<string, unknown> }> {
-  // development: every call also checks that the compact view is a subset of the full view.
-  const r = await invokeTool(tool, input, { ctx: c, development: true, ...(outputBudget !== undefined ? { outputBudget } : {}) });
-  expect(JSON.parse(JSON.stringify(r.structuredContent))).toStrictEqual(r.structuredContent);
-  return { ...r, sc: r.structuredContent! };
-}
-
-async function refusal(tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx()): Promise<ToolError> {
-  try {
-    await invokeTool(tool, input, { ctx: c });
-  } catch (err) {
-    expect(err).toBeInstanceOf(ToolError);
-    return err as ToolError;
-  }
-  throw new Error("expected a rejection");
-}
+const call = (tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx(), outputBudget?: number) => callTool(tool, input, c, outputBudget);
+const refusal = (tool: Tool, input: Record<string, unknown>, c: ToolContext = ctx()) => refusalOf(tool, input, c);
 
 /** The usage numbers the text content states, parsed back. */
 function usageInText(r: ToolCallResult): Usage | "not recorded" {
@@ -105,7 +92,7 @@ describe("ptc_subagent", () => {
     expect(r.sc).toStrictEqual({ task_id: id, status: "running", report_channel: "none" });
     expect([Object.hasOwn(r.sc, "usage"), Object.hasOwn(r.sc, "exit_code")]).toStrictEqual([false, false]);
     expect(r.content).toStrictEqual([
-      { type: "text", text: `Started background task ${id} (agent gated), status running. Poll it with ptc_task_output({ task_id: "${id}" }).\nusage: not recorded` },
+      { type: "text", text: `Started background task ${id} (agent gated), status running. Wait for it with ptc_task_wait({ task_ids: ["${id}"] }), then read it with ptc_task_output.\nusage: not recorded` },
     ]);
     const d = r.details as { task: Record<string, unknown> };
     expect([d.task.id, d.task.background, typeof d.task.createdAt, Object.hasOwn(d.task, "outputPreview")]).toStrictEqual([id, true, "number", true]);

@@ -205,7 +205,7 @@ describe("TaskHost with the function driver", () => {
     expect(spawned.map((r) => r.status)).toStrictEqual(["running", "queued", "queued"]);
     await expect(host.spawn({ agent: "gated", task: "t3", background: true })).rejects.toMatchObject({
       code: "task_queue_full",
-      message: 'cannot spawn agent "gated": 2 tasks are already waiting for one of 1 slots (the host\'s limit is 2 waiting); wait for some to finish (poll ptc_task_list) or stop ones you no longer need (ptc_task_stop), then spawn again',
+      message: 'cannot spawn agent "gated": 2 tasks are already waiting for one of 1 slots (the host\'s limit is 2 waiting); wait for some to finish (ptc_task_wait) or stop ones you no longer need (ptc_task_stop), then spawn again',
     });
     gates.shift()!();
     await host.wait(spawned[0]!.id);

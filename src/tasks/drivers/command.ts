@@ -11,6 +11,7 @@ import type { TaskProcessGroup } from "../types.js";
 import { ClaudeStreamAdapter } from "./claude-stream.js";
 import { jsonlLineToEvents } from "./jsonl.js";
 import type { Driver, DriverResult } from "./types.js";
+import { traceEnvironment } from "../../tracing.js";
 
 const STDERR_TAIL = 2000;
 /** After SIGKILL, how long the host waits for stdout to close before it stops reading it. */
@@ -47,7 +48,7 @@ export function checkTaskArgv(agent: { name: string; source: string; command?: r
  * task instead of keeping it running forever. Processes that left the group (`setsid`) are found
  * by the task id in their environment.
  */
-export const commandDriver: Driver = ({ task, agent, signal, emit, killGraceMs, cwd, maxLineBytes, onProcess }) =>
+export const commandDriver: Driver = ({ task, agent, signal, emit, killGraceMs, cwd, maxLineBytes, onProcess, trace }) =>
   new Promise<DriverResult>((resolve) => {
     const template = agent.command ?? [];
     const { argv, viaStdin } = buildArgv(template, task.task);
@@ -56,6 +57,8 @@ export const commandDriver: Driver = ({ task, agent, signal, emit, killGraceMs, 
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       ...agent.env,
+      // The task's trace context (W3C), so an agent that traces joins the host's trace.
+      ...traceEnvironment(trace),
       CODEMODE_TASK_ID: task.id,
       CODEMODE_TASK_DEPTH: String(task.depth),
     };

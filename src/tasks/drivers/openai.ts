@@ -1,5 +1,6 @@
-import type { Driver, ChildToolDescriptor } from "./types.js";
+import type { Driver, ChildToolDescriptor, ChildToolProvider } from "./types.js";
 import { errorMessage } from "./types.js";
+import { formatBytes } from "../../text.js";
 
 const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 const DEFAULT_MAX_TURNS = 20;
@@ -40,7 +41,7 @@ export function allowedChildTools(all: readonly ChildToolDescriptor[], allow: re
  * back as `tool` messages, until a final answer or `max_turns`. Usage comes from each response's
  * `usage` fields; cost from the agent's prices.
  */
-export const openaiDriver: Driver = async ({ task, agent, signal, emit, childTools }) => {
+export const openaiDriver: Driver = async ({ task, agent, signal, emit, childTools, trace }) => {
   const baseUrl = (agent.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, "");
   const keyEnv = agent.apiKeyEnv ?? "OPENAI_API_KEY";
   const apiKey = process.env[keyEnv];
@@ -73,7 +74,7 @@ export const openaiDriver: Driver = async ({ task, agent, signal, emit, childToo
     }
     const raw = await readBounded(res, MAX_RESPONSE_BYTES);
     emit({ type: "turn" });
-    if (raw === undefined) return { exitCode: 1, error: `chat completions returned more than ${MAX_RESPONSE_BYTES / 1048576} MiB; the endpoint at ${baseUrl} is not answering like a chat-completions API` };
+    if (raw === undefined) return { exitCode: 1, error: `chat completions returned more than ${formatBytes(MAX_RESPONSE_BYTES)}; the endpoint at ${baseUrl} is not answering like a chat-completions API` };
     if (!res.ok) {
       const hint = res.status === 401 ? `; set ${keyEnv} to a valid API key` : "";
       return { exitCode: 1, error: `chat completions returned HTTP ${res.status}: ${raw.slice(-ERROR_BODY_TAIL)}${hint}` };
@@ -98,7 +99,7 @@ export const openaiDriver: Driver = async ({ task, agent, signal, emit, childToo
     }
     messages.push({ role: "assistant", content: message.content ?? null, tool_calls: calls });
     for (const call of calls) {
-      const content = await runToolCall(call, byName, { signal, depth: task.depth, taskId: task.id }, childTools);
+      const content = await runToolCall(call, byName, { signal, depth: task.depth, taskId: task.id, ...(trace ? { trace } : {}) }, childTools);
       messages.push({ role: "tool", tool_call_id: call.id, content });
     }
   }
@@ -108,7 +109,7 @@ export const openaiDriver: Driver = async ({ task, agent, signal, emit, childToo
 async function runToolCall(
   call: ToolCall,
   allowed: Map<string, ChildToolDescriptor>,
-  ctx: { signal: AbortSignal; depth: number; taskId: string },
+  ctx: Parameters<ChildToolProvider["call"]>[2],
   provider: Parameters<Driver>[0]["childTools"],
 ): Promise<string> {
   const name = call.function?.name;

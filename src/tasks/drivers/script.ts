@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import type { AgentDefinition } from "../agents.js";
 import type { Driver } from "./types.js";
+import type { TraceScope } from "../../tracing.js";
 import { errorMessage } from "./types.js";
 
 /**
@@ -17,11 +18,23 @@ export type ScriptRunner = (
     taskId: string;
     cwd: string;
     readOnly: boolean;
+    /**
+     * Output for the task's log while the program runs (a runner that has none gives it all in
+     * `output` at the end): polling ptc_task_output or `codemode task --follow` sees progress.
+     */
+    onText?: (text: string) => void;
+    /** Where the program's run span goes (the task's run span). */
+    trace?: TraceScope;
   },
-) => Promise<{ output: string; ok: boolean; error?: string }>;
+) => Promise<{
+  /** What the log should get at the end that was not passed to onText. */
+  output: string;
+  ok: boolean;
+  error?: string;
+}>;
 
 export function scriptDriver(runner: ScriptRunner | undefined): Driver {
-  return async ({ task, agent, signal, emit, cwd }) => {
+  return async ({ task, agent, signal, emit, cwd, trace }) => {
     if (!runner) {
       return {
         exitCode: 1,
@@ -36,7 +49,8 @@ export function scriptDriver(runner: ScriptRunner | undefined): Driver {
     }
     emit({ type: "turn" });
     try {
-      const res = await runner(code, { task: task.task, agent, signal, depth: task.depth, taskId: task.id, cwd, readOnly: agent.readOnly });
+      const onText = (text: string): void => emit({ type: "text", text });
+      const res = await runner(code, { task: task.task, agent, signal, depth: task.depth, taskId: task.id, cwd, readOnly: agent.readOnly, onText, ...(trace ? { trace } : {}) });
       if (res.output.length > 0) emit({ type: "text", text: res.output });
       return res.ok ? { exitCode: 0 } : { exitCode: 1, error: res.error ?? "the program failed" };
     } catch (err) {

@@ -1,5 +1,6 @@
 import type { AgentDefinition, DriverEvent } from "../agents.js";
 import type { TaskProcessGroup, TaskRecord } from "../types.js";
+import type { TraceScope } from "../../tracing.js";
 
 /** What a child may call: the host's tools, as offered to script and openai children. */
 export interface ChildToolDescriptor {
@@ -21,7 +22,7 @@ export interface ChildToolDescriptor {
 export interface ChildToolProvider {
   list(): ChildToolDescriptor[];
   /** Calls a tool (by its path) for a child task; resolves to the text a model should read. */
-  call(path: string, args: unknown, ctx: { signal: AbortSignal; depth: number; taskId: string }): Promise<string>;
+  call(path: string, args: unknown, ctx: { signal: AbortSignal; depth: number; taskId: string; trace?: TraceScope }): Promise<string>;
 }
 
 export interface DriverContext {
@@ -38,6 +39,8 @@ export interface DriverContext {
   /** A command driver reports the process group it started, for stops by a later host. */
   onProcess?: (group: TaskProcessGroup) => void;
   childTools?: ChildToolProvider;
+  /** Where the driver's spans go (the task's run span): a script child's run, a command's TRACEPARENT. */
+  trace?: TraceScope;
 }
 
 export interface DriverResult {
