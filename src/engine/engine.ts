@@ -4,6 +4,7 @@
 // harder deadline: a worker that has not answered shortly after the deadline is stuck in a
 // builtin that never polls the interrupt handler, and is terminated. A terminated or crashed
 // worker takes its WASM instances with it; a replacement is started at once.
+import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
 import { compiledModule } from "./wasm-module.js";
@@ -18,6 +19,15 @@ const START_ATTEMPTS = 3;
 const AFFINITY_SESSIONS = 8;
 /** How long past the deadline (or an abort) a worker may take to answer before it is terminated. */
 const HARD_STOP_GRACE_MS = 400;
+/** Workers kept warm by default: two where there are two cores, so a run starts while another runs. */
+const DEFAULT_MIN_WORKERS = Math.min(2, availableParallelism());
+/** Warm instances a worker keeps by default (a restored snapshot instance costs its template, ~270 KiB, plus the pages its runs touched). */
+const DEFAULT_IDLE_SESSIONS = 8;
+/**
+ * How long a run waits for its session's own worker when that one is busy and another is free:
+ * moving costs the session a new instance (6-12 ms) and leaves its warm one behind.
+ */
+const AFFINITY_WAIT_MS = 4;
 /** Memory a worker may keep for its warm sessions before it is replaced. */
 const DEFAULT_IDLE_BYTES = 8 * 1024 * 1024;
 
@@ -32,7 +42,7 @@ export interface EngineOptions {
   defaultMemoryBytes: number;
   /** V8 heap of each worker thread, in MiB (its own JavaScript, not the guest's memory; default 512). */
   workerHeapMb?: number;
-  /** Warm session instances each worker keeps between runs (default 4); the least recently used goes first. */
+  /** Warm session instances each worker keeps between runs (default 8); the least recently used goes first. */
   idleSessions?: number;
   /**
    * Memory a worker may keep resident for its warm sessions after its runs (default 8 MiB). A
@@ -109,6 +119,8 @@ interface Waiting {
   resolve(done: DoneMessage): void;
   /** The worker the run was given, once it left the queue. */
   slot?: Slot;
+  /** When it was queued (performance.now()): how long it may still wait for its own worker. */
+  queuedAt: number;
 }
 
 export class SandboxEngine {
@@ -123,6 +135,7 @@ export class SandboxEngine {
   /** Workers that exited before they were ready, in a row. */
   private startFailures = 0;
   private abortSeq = 0;
+  private affinityTimer: ReturnType<typeof setTimeout> | undefined;
   private replaced = 0;
   /** This build's memory layout: the first worker derives it, later ones are told. */
   private layout: MemoryLayout | undefined;
@@ -131,18 +144,20 @@ export class SandboxEngine {
 
   constructor(private readonly options: EngineOptions) {
     this.maxWorkers = options.maxWorkers ?? 16;
-    this.minWorkers = Math.min(options.minWorkers ?? 1, this.maxWorkers);
+    this.minWorkers = Math.min(options.minWorkers ?? DEFAULT_MIN_WORKERS, this.maxWorkers);
     this.idleMs = options.idleMs ?? 30_000;
     this.snapshots = options.snapshots ?? process.env.CODEMODE_SNAPSHOTS !== "off";
     this.layout = options.layout;
     this.binaryResults = options.binaryResults ?? process.env.CODEMODE_BINARY_RESULTS !== "off";
   }
 
-  /** Start the warm workers; resolves when they can take a run without paying start-up. */
+  /**
+   * Start the warm workers; resolves when the first can take a run without paying start-up. The
+   * others start once it is ready: on two cores, starting them together delays the first.
+   */
   async start(): Promise<void> {
-    const starting: Promise<void>[] = [];
-    while (this.slots.size < this.minWorkers) starting.push(this.spawn().ready);
-    await Promise.all(starting);
+    if (this.slots.size === 0 && this.minWorkers > 0) await this.spawn().ready;
+    this.refill();
   }
 
   get workerCount(): number {
@@ -158,7 +173,7 @@ export class SandboxEngine {
     if (this.closed) throw new Error("the sandbox engine is closed");
     let resolve!: (done: DoneMessage) => void;
     const done = new Promise<DoneMessage>((r) => (resolve = r));
-    const waiting: Waiting = { request, callbacks, resolve };
+    const waiting: Waiting = { request, callbacks, resolve, queuedAt: performance.now() };
     this.queue.push(waiting);
     this.dispatch();
     return {
@@ -200,6 +215,7 @@ export class SandboxEngine {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.affinityTimer);
     for (const waiting of this.queue.splice(0)) {
       waiting.resolve(stoppedBeforeStart(waiting.request.runId, "aborted", "the runtime was closed before the run started"));
     }
@@ -222,7 +238,7 @@ export class SandboxEngine {
       workerData: {
         prelude: this.prelude,
         abortBuffer,
-        maxInstances: this.options.idleSessions ?? 4,
+        maxInstances: this.options.idleSessions ?? DEFAULT_IDLE_SESSIONS,
         maxHeldBytes: this.options.idleBytes ?? DEFAULT_IDLE_BYTES,
         defaultMemoryBytes: this.options.defaultMemoryBytes,
         bridge: bridge.init,
@@ -387,11 +403,20 @@ export class SandboxEngine {
   }
 
   private dispatch(): void {
-    while (this.queue.length > 0) {
-      const next = this.queue[0];
-      const slot = this.pickSlot(next.request.session);
-      if (!slot) return;
-      this.queue.shift();
+    clearTimeout(this.affinityTimer);
+    this.affinityTimer = undefined;
+    let waitUntil = Infinity;
+    for (let index = 0; index < this.queue.length; ) {
+      const next = this.queue[index]!;
+      const slot = this.pickSlot(next);
+      if (slot === "own-busy") {
+        // Left in the queue for its own worker; later runs may take the free one meanwhile.
+        waitUntil = Math.min(waitUntil, next.queuedAt + AFFINITY_WAIT_MS);
+        index++;
+        continue;
+      }
+      if (!slot) break;
+      this.queue.splice(index, 1);
       clearTimeout(slot.idleTimer);
       slot.idleTimer = undefined;
       const active: ActiveRun = { request: next.request, callbacks: next.callbacks, resolve: next.resolve, finished: false };
@@ -404,14 +429,25 @@ export class SandboxEngine {
       this.send(slot, active.request);
       this.armHardStop(slot, active, active.request.limits.timeoutMs + HARD_STOP_GRACE_MS);
     }
+    if (waitUntil !== Infinity) {
+      this.affinityTimer = setTimeout(() => this.dispatch(), Math.max(0, waitUntil - performance.now()));
+      this.affinityTimer.unref?.();
+    }
     this.scheduleIdle();
   }
 
-  private pickSlot(session: string): Slot | undefined {
+  /** A free worker for the run (its session's own first), "own-busy" while it should wait for its own, or none. */
+  private pickSlot(waiting: Waiting): Slot | "own-busy" | undefined {
+    const session = waiting.request.session;
     let free: Slot | undefined;
     let starting = 0;
+    let ownBusy = false;
     for (const slot of this.slots) {
-      if (slot.active || slot.exited) continue;
+      if (slot.exited) continue;
+      if (slot.active) {
+        if (slot.sessions.has(session)) ownBusy = true;
+        continue;
+      }
       if (!slot.isReady) {
         starting++;
         continue;
@@ -419,6 +455,7 @@ export class SandboxEngine {
       if (slot.sessions.has(session)) return slot;
       free ??= slot;
     }
+    if (free && ownBusy && performance.now() - waiting.queuedAt < AFFINITY_WAIT_MS) return "own-busy";
     if (free) return free;
     // No ready worker: start one unless enough are already starting for the queue.
     if (this.slots.size < this.maxWorkers && starting < this.queue.length) this.spawn();
