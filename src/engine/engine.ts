@@ -28,6 +28,8 @@ const DEFAULT_IDLE_SESSIONS = 8;
  * moving costs the session a new instance (6-12 ms) and leaves its warm one behind.
  */
 const AFFINITY_WAIT_MS = 4;
+/** The warm workers after the first start this much later (the first run needs the cores). */
+const WARM_WORKERS_DELAY_MS = 200;
 /** Memory a worker may keep for its warm sessions before it is replaced. */
 const DEFAULT_IDLE_BYTES = 8 * 1024 * 1024;
 
@@ -136,6 +138,8 @@ export class SandboxEngine {
   private startFailures = 0;
   private abortSeq = 0;
   private affinityTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Workers spinning for a tool result right now (shared with every worker), at most one fewer than the cores. */
+  private readonly spinners = new SharedArrayBuffer(4);
   private replaced = 0;
   /** This build's memory layout: the first worker derives it, later ones are told. */
   private layout: MemoryLayout | undefined;
@@ -157,7 +161,8 @@ export class SandboxEngine {
    */
   async start(): Promise<void> {
     if (this.slots.size === 0 && this.minWorkers > 0) await this.spawn().ready;
-    this.refill();
+    // The rest a moment later: a cold start's first run is usually on its way.
+    setTimeout(() => this.refill(), WARM_WORKERS_DELAY_MS).unref();
   }
 
   get workerCount(): number {
@@ -244,6 +249,8 @@ export class SandboxEngine {
         bridge: bridge.init,
         wasmModule: compiledModule(),
         snapshots: this.snapshots,
+        spinners: this.spinners,
+        maxSpinners: Math.max(1, availableParallelism() - 1),
         ...(this.layout ? { layout: this.layout } : {}),
       },
       transferList: bridge.transfer,
@@ -471,7 +478,8 @@ export class SandboxEngine {
   private scheduleIdle(): void {
     let idle = 0;
     for (const slot of this.slots) {
-      if (slot.active || slot.exited) continue;
+      // A worker still starting is not idle: it was started for a run that may be waiting for it.
+      if (slot.active || slot.exited || !slot.isReady) continue;
       idle++;
       if (idle > this.minWorkers && !slot.idleTimer) {
         slot.idleTimer = setTimeout(() => {

@@ -48,7 +48,7 @@ export interface HostLink {
    * time: the deadline or the next timer), whichever comes first. Blocking is what lets a
    * result wake the run without an event-loop turn; terminating the worker still stops it.
    */
-  wait(untilMs: number): void;
+  wait(untilMs: number, callsInFlight: number): void;
 }
 
 /** For a run with no host behind it (tests): nothing arrives, waits only pass time. */
@@ -357,7 +357,7 @@ export class GuestRun {
           this.stopReason ??= "timeout";
           return { ok: false, error: this.stopError() };
         }
-        link.wait(Math.min(deadlineAt, this.nextTimerDue()));
+        link.wait(Math.min(deadlineAt, this.nextTimerDue()), this.inflight.size);
         // Only an abort here: the deadline while waiting is the check above (the interrupt
         // handler's would count the wait as busy time).
         if (Atomics.load(this.abortFlag, 0) === this.request.abortSeq) this.stopReason ??= "aborted";

@@ -35,11 +35,16 @@ interface WorkerConfig {
   wasmModule: WebAssembly.Module;
   /** This build's memory layout, when an earlier worker derived it (or a test imposes one). */
   layout?: MemoryLayout;
+  /** Workers spinning while they wait for a tool result (one Int32 shared by the engine's workers), and how many may. */
+  spinners: SharedArrayBuffer;
+  maxSpinners: number;
   /** Restore instances from snapshots (false: the ordinary path, forced). */
   snapshots: boolean;
 }
 
 const config = workerData as WorkerConfig;
+/** How long a new worker waits for its first run before it starts its background work anyway. */
+const BACKGROUND_DELAY_MS = 100;
 useCompiledModule(config.wasmModule);
 const port = parentPort!;
 const abortFlag = new Int32Array(config.abortBuffer);
@@ -100,11 +105,15 @@ function heldBytes(): number {
 
 const bridge = new WorkerBridge(config.bridge);
 /**
- * How long a waiting run spins on the ring before it sleeps in Atomics.wait. None: on 2 cores
- * shared with the host thread and other work, a spinning worker takes the core the host needs
- * to answer (measured: spinning made round trips slower there, see docs/performance.md).
+ * How long a run waiting for its one tool call spins on the ring before it sleeps in
+ * Atomics.wait: a fast tool answers sooner than a sleeping thread is scheduled again, which on a
+ * loaded machine takes far longer than the call (a sequential call cost 2-4x more without it).
+ * Never with more calls in flight (the host is busy with them and needs the core), and only while
+ * fewer workers than `config.maxSpinners` spin (a shared count), so spinning threads never take
+ * every core.
  */
-const WAIT_SPIN_MS = 0;
+const WAIT_SPIN_MS = 0.2;
+const spinners = new Int32Array(config.spinners);
 /** The current run's messages not sent yet: they go as one batch (see HostLink). */
 const outbox: WorkerToHost[] = [];
 let outboxChars = 0;
@@ -131,8 +140,16 @@ function post(message: WorkerToHost): void {
 const link: HostLink = {
   send: sendOutbox,
   poll: deliverSettles,
-  wait(untilMs) {
-    if (current) bridge.wait(current.abortSeq, untilMs, WAIT_SPIN_MS);
+  wait(untilMs, callsInFlight) {
+    if (!current) return;
+    let spin = 0;
+    if (callsInFlight === 1 && Atomics.add(spinners, 0, 1) < config.maxSpinners) spin = WAIT_SPIN_MS;
+    else if (callsInFlight === 1) Atomics.sub(spinners, 0, 1);
+    try {
+      bridge.wait(current.abortSeq, untilMs, spin);
+    } finally {
+      if (spin > 0) Atomics.sub(spinners, 0, 1);
+    }
   },
 };
 
@@ -246,6 +263,7 @@ async function run(request: RunRequest): Promise<void> {
   }
   // Replenish the spare after answering, off the critical path of the run that just ended.
   setImmediate(() => {
+    startBackground();
     if (!spare) prepareSpare(pagesFor(config.defaultMemoryBytes));
   });
 }
@@ -275,16 +293,27 @@ port.on("message", (message: HostToWorker) => {
 });
 
 prepareSpare(pagesFor(config.defaultMemoryBytes));
+/** Start-up work that is not needed for a run: after the first run, or once the worker sat idle a while. */
+let backgroundStarted = false;
+function startBackground(): void {
+  if (backgroundStarted) return;
+  backgroundStarted = true;
+  void startUp().finally(() => {
+    baseHeap = process.memoryUsage().heapTotal;
+  });
+}
+
 const ready = (): void => {
   post({ type: "ready" });
-  // Off the first run's path: the layout probe costs an instance of its own.
-  setImmediate(() => {
-    const settled = (): void => {
-      baseHeap = process.memoryUsage().heapTotal;
-    };
-    void startUp().finally(settled);
-  });
+  // Off the first run's path: the layout probe and the self-tests cost instances of their own,
+  // and a cold start's first run is usually already on its way.
+  setTimeout(startBackground, BACKGROUND_DELAY_MS).unref();
 };
+
+/** Let a run that arrived meanwhile go first: each step of the start-up work blocks this thread for milliseconds. */
+function turn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
 
 /** Whether this build writes and reads QuickJS's binary format as the host's encoder does, in a throwaway instance. */
 async function binarySelfTest(): Promise<{ ok: boolean; reason?: string }> {
@@ -312,7 +341,9 @@ async function startUp(): Promise<void> {
       return;
     }
   }
+  await turn();
   post({ type: "binary", ...(await binarySelfTest()) });
+  await turn();
   if (snapshotMode !== "pending") return;
   const started = await startSnapshots(pagesFor(config.defaultMemoryBytes), templateSetup, layout);
   if (!started.ok) return snapshotsOff(started.reason);
