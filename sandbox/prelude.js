@@ -1,4 +1,7 @@
-// Guest prelude: evaluated inside QuickJS before every program, in a fresh context.
+// Guest prelude: evaluated once in each instance's template (a fresh runtime and context whose
+// memory is restored after every run, see src/engine/snapshot.ts), or in a fresh context before
+// every program when snapshots are off. Per-run configuration (the tools and the read-only
+// globals) is installed by the host through the interface's `install(configJson)`.
 //
 // It runs before any user code, so it captures the built-ins it relies on while they are still
 // pristine; a program that later replaces JSON, Promise or Object.prototype only confuses itself.
@@ -13,9 +16,7 @@
 (function (g) {
   "use strict";
   const host = g.__codemode_host;
-  const config = JSON.parse(g.__codemode_config);
   delete g.__codemode_host;
-  delete g.__codemode_config;
   const stringify = JSON.stringify, parse = JSON.parse, create = Object.create, freeze = Object.freeze;
   const define = Object.defineProperty, keys = Object.keys, apply = Reflect.apply, Str = String;
   const TypeErr = TypeError, RangeErr = RangeError, P = Proxy, Prom = Promise, reject = Promise.reject, then = Promise.prototype.then;
@@ -63,9 +64,10 @@
       set: refuse, defineProperty: refuse, deleteProperty: refuse, setPrototypeOf: refuse,
     });
   }
-  // Replay (approvals; src/codemode/ledger.ts): for a run with `config.determinism`, Math.random is
-  // seeded and Date.now()/new Date() answer first from an earlier run's readings, then from the
-  // clock. The readings, as [value, repeats] pairs, leave with the next tool call: "~" JSON "~" args.
+  // Replay (approvals; src/codemode/ledger.ts): for a run with `config.determinism`, install()
+  // seeds Math.random and makes Date.now()/new Date() answer first from an earlier run's readings,
+  // then from the clock. The readings, as [value, repeats] pairs, leave with the next tool call:
+  // "~" JSON "~" args. What install() changes here is undone with the rest of the run's state.
   const RealDate = Date, realNow = Date.now, construct = Reflect.construct;
   let readings = null;
   function replayable(det) {
@@ -97,27 +99,6 @@
     define(ReplayDate, "now", { value: now, writable: true, configurable: true });
     define(g, "Date", { value: ReplayDate, writable: true, configurable: true });
   }
-  if (config.determinism) replayable(config.determinism);
-
-  // `parsed`: the arguments of then(parse) for every call, one array (a frozen one is slower to apply).
-  const root = create(null), branches = create(null), parsed = [parse];
-  for (const path of config.tools) {
-    // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
-    // code, message) that has no stack yet: QuickJS adds one where it is first thrown, which is
-    // the program's own `await` of the call (an async wrapper here would put its frame there).
-    // A tool called from a toJSON or getter of another call's arguments would nest without bound.
-    const dot = path.indexOf("."), fn = (args) => {
-      if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
-      let json = "{}";
-      if (args !== undefined) try { json = toJson(args, path); } catch (e) { return apply(reject, Prom, [e]); }
-      if (readings !== null && readings.length) { json = "~" + stringify(readings) + "~" + json; readings = []; }
-      return apply(then, host("call", path, json), parsed);
-    };
-    if (dot < 0) root[path] = fn;
-    else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;
-  }
-  for (const head of keys(branches)) root[head] = namespace(head, branches[head]);
-  global("tools", namespace("", root));
 
   // Free-form strings cross as JSON: the host reads C strings, which end at a NUL and mangle lone surrogates.
   global("text", function text(value) { host("text", stringify(render(value))); });
@@ -174,8 +155,6 @@
 
   global("budget", function budget() { return parse(host("budget")); });
 
-  for (const name of keys(config.globals)) global(name, config.globals[name]);
-
   // A null-prototype record: Object.prototype.toJSON (or getters there) must not rewrite it.
   function describe(e) {
     const out = create(null);
@@ -210,5 +189,32 @@
       }
     },
     error: describe,
+    // Once per run, before the program: the tools and globals of this run.
+    install(configJson) {
+      const config = parse(configJson);
+      if (config.determinism) replayable(config.determinism);
+      // A result arrives as its JSON text, or already decoded from QuickJS's binary format as the
+      // one element of an array. `parsed`: the arguments of then() for every call, one array (a
+      // frozen one is slower to apply).
+      const root = create(null), branches = create(null), parsed = [(v) => (typeof v === "string" ? parse(v) : v[0])];
+      for (const path of config.tools) {
+        // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
+        // code, message) that has no stack yet: QuickJS adds one where it is first thrown, which is
+        // the program's own `await` of the call (an async wrapper here would put its frame there).
+        // A tool called from a toJSON or getter of another call's arguments would nest without bound.
+        const dot = path.indexOf("."), fn = (args) => {
+          if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
+          let json = "{}";
+          if (args !== undefined) try { json = toJson(args, path); } catch (e) { return apply(reject, Prom, [e]); }
+          if (readings !== null && readings.length) { json = "~" + stringify(readings) + "~" + json; readings = []; }
+          return apply(then, host("call", path, json), parsed);
+        };
+        if (dot < 0) root[path] = fn;
+        else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;
+      }
+      for (const head of keys(branches)) root[head] = namespace(head, branches[head]);
+      global("tools", namespace("", root));
+      for (const name of keys(config.globals)) global(name, config.globals[name]);
+    },
   };
 })(globalThis);

@@ -104,7 +104,7 @@ export interface CodemodeOptions {
   workers?: {
     max?: number;
     min?: number;
-    /** Warm session instances each worker keeps between runs (default 4). */
+    /** Warm session instances each worker keeps between runs (default 8). */
     idleSessions?: number;
     /** Memory a worker may keep for its warm sessions after runs (default 8 MiB); past it the worker is replaced, freeing it. */
     idleBytes?: number;

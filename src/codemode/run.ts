@@ -4,6 +4,7 @@
 import type { SandboxEngine } from "../engine/engine.js";
 import type { ConsoleLine, DoneMessage, GuestError } from "../engine/protocol.js";
 import { guestError, invokeToolForProgram, ToolError, type ApprovalAnswer, type ApprovalRequest, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
+import { encodeToolResult } from "../engine/bjson.js";
 import type { ApprovalAnswerInput, RememberedApprovals } from "./approvals.js";
 import { codeDigest, ContinuationError, newContinuationId, type ContinuationVault, type PendingApproval, type SuspendedRun } from "./continuation.js";
 import { ClockRecord, randomSeed, Replayer, splitClock, type LedgerCall } from "./ledger.js";
@@ -220,7 +221,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     );
   }
 
-  async function runCall(state: CallState): Promise<string> {
+  async function runCall(state: CallState): Promise<string | Uint8Array> {
     const tool = state.tool;
     if (!tool) throw new ToolError("tool_not_found", `tools.${state.record.tool} is not bound`);
     let input = parseGuestJson(state.argsJson);
@@ -238,6 +239,13 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
       development: env.development,
     });
     if (TASK_TOOLS.has(tool.name)) noteStatuses(value);
+    // Plain JSON goes in QuickJS's own format, which the guest reads ~3x faster than JSON text;
+    // anything else (and anything near the limit) takes the JSON path and its errors.
+    // A recorded run keeps JSON text: its ledger replays results as the text they first were.
+    if (handle.binaryResults && !approvals) {
+      const encoded = encodeToolResult(value);
+      if (encoded && encoded.jsonBytesAtMost <= limits.maxCrossingBytes) return encoded.bytes;
+    }
     let json: string | undefined;
     try {
       json = JSON.stringify(value);
@@ -276,16 +284,16 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     state.finished = true;
     if (!state.parked) running--;
     state.record.durationMs = round(performance.now() - state.started);
-    let json: string;
+    let json: string | Uint8Array;
     if (ok) {
-      json = payload as string;
+      json = payload as string | Uint8Array;
     } else {
       const failure = guestError(payload);
       state.record.status = ended ? "cancelled" : "error";
       state.record.error = failure.message.length > ARGS_PREVIEW ? failure.message.slice(0, ARGS_PREVIEW) + "…" : failure.message;
       json = JSON.stringify(failure);
     }
-    if (approvals && !ended && !state.parked) ledger.push({ seq: state.seq, path: state.record.tool, args: state.argsJson, ok, json, order: settledCount++, at: round(performance.now() - started) });
+    if (approvals && !ended && !state.parked) ledger.push({ seq: state.seq, path: state.record.tool, args: state.argsJson, ok, json: json as string, order: settledCount++, at: round(performance.now() - started) });
     handle.settle(callId, ok, json);
     startQueued();
     checkQuiet();
