@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxEngine, type RunHandle } from "../../src/engine/engine.js";
 import { encodeToolResult } from "../../src/engine/bjson.js";
 import type { RunRequest } from "../../src/engine/protocol.js";
+import { runRequest } from "./run-request.js";
 
 let engine: SandboxEngine;
 beforeAll(async () => {
@@ -23,21 +24,7 @@ beforeAll(async () => {
 });
 afterAll(() => engine.close());
 
-let next = 0;
-function request(code: string): RunRequest {
-  return {
-    type: "run",
-    runId: `r${++next}`,
-    abortSeq: 0,
-    code,
-    session: "s",
-    limits: { timeoutMs: 10_000, memoryBytes: 64 * 1024 * 1024, stackBytes: 1024 * 1024, maxToolCalls: 10, maxCrossingBytes: 16 * 1024 * 1024, storeValueBytes: 1024, storeSessionBytes: 4096, maxTimers: 10 },
-    deadline: 0,
-    tools: ["value"],
-    globals: {},
-    store: {},
-  };
-}
+const request = (code: string): RunRequest => runRequest(code, { tools: ["value"] });
 
 // Everything a program can observe of a value, as JSON (strings as their UTF-16 units).
 const OBSERVE = `

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SandboxEngine, type RunCallbacks } from "../../src/engine/engine.js";
 import type { HostBridge } from "../../src/engine/ring.js";
 import type { RunRequest } from "../../src/engine/protocol.js";
+import { runRequest } from "./run-request.js";
 import type { Worker } from "node:worker_threads";
 
 const engines: SandboxEngine[] = [];
@@ -12,21 +13,7 @@ afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.close();
 });
 
-let next = 0;
-function request(code: string, timeoutMs = 10_000): RunRequest {
-  return {
-    type: "run",
-    runId: `r${++next}`,
-    abortSeq: 0,
-    code,
-    session: "s",
-    limits: { timeoutMs, memoryBytes: 64 * 1024 * 1024, stackBytes: 1024 * 1024, maxToolCalls: 5000, maxCrossingBytes: 1024 * 1024, storeValueBytes: 1024, storeSessionBytes: 4096, maxTimers: 10 },
-    deadline: 0,
-    tools: ["echo", "never"],
-    globals: {},
-    store: {},
-  };
-}
+const request = (code: string, timeoutMs = 10_000): RunRequest => runRequest(code, { tools: ["echo", "never"], limits: { timeoutMs, maxCrossingBytes: 1024 * 1024 } });
 
 interface SlotView {
   bridge: HostBridge;

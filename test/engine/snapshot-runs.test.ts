@@ -6,28 +6,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { SandboxEngine, type EngineOptions, type RunCallbacks } from "../../src/engine/engine.js";
 import { memoryLayout, quickjsRandom } from "../../src/engine/snapshot.js";
 import type { DoneMessage, RunRequest } from "../../src/engine/protocol.js";
+import { runRequest } from "./run-request.js";
 
 const engines: SandboxEngine[] = [];
 afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.close();
 });
 
-let next = 0;
-function request(code: string, session = "s", extra: Partial<RunRequest> = {}): RunRequest {
-  return {
-    type: "run",
-    runId: `r${++next}`,
-    abortSeq: 0,
-    code,
-    session,
-    limits: { timeoutMs: 5000, memoryBytes: 64 * 1024 * 1024, stackBytes: 1024 * 1024, maxToolCalls: 10, maxCrossingBytes: 1024 * 1024, storeValueBytes: 1024, storeSessionBytes: 4096, maxTimers: 10 },
-    deadline: 0,
-    tools: ["echo"],
-    globals: { task: { id: "t1" } },
-    store: {},
-    ...extra,
-  };
-}
+const request = (code: string, session = "s", extra: Partial<RunRequest> = {}): RunRequest =>
+  runRequest(code, { session, tools: ["echo"], globals: { task: { id: "t1" } }, limits: { timeoutMs: 5000, maxToolCalls: 10, maxCrossingBytes: 1024 * 1024 }, ...extra });
 const quiet: RunCallbacks = { onCall() {}, onFlush() {}, onStore() {} };
 
 async function engine(options: Partial<EngineOptions> = {}): Promise<SandboxEngine> {
