@@ -139,6 +139,18 @@ const declarations = z
   )
   .describe("How many bytes of tool declarations each reader gets: the model's prompt, and tool_search answers.");
 
+const approvals = z
+  .strictObject(
+    {
+      required: z
+        .array(z.string({ error: "a tool id" }).min(1, { error: "a tool id" }), { error: 'an array of tool ids (such as "write_file" or "github.create_issue")' })
+        .optional()
+        .describe("Tool ids (as codemode tools lists them) whose every call waits for a person's approval: asked on the terminal, through an MCP client's elicitation, or answered with codemode resume."),
+    },
+    { error: 'an object { "required"?: [tool ids] }' },
+  )
+  .describe("Calls that need a person's approval (docs/approvals.md).");
+
 export const configSchema = z
   .strictObject(
     {
@@ -153,6 +165,7 @@ export const configSchema = z
         .describe("Upstream MCP servers: programs reach their tools as tools.<name>.<tool>."),
       tasks: tasks.optional(),
       declarations: declarations.optional(),
+      approvals: approvals.optional(),
     },
     { error: "a JSON object" },
   )

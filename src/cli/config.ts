@@ -57,6 +57,8 @@ export interface CodemodeConfig {
    */
   workspace: false | { write: boolean; root?: string };
   tasks: TasksConfig;
+  /** Tool ids (as `codemode tools` lists them) whose every call needs a person's approval (docs/approvals.md). */
+  approvals: { required: string[] };
   /** Declarations budgets in bytes (`CodemodeOptions.declarations`); only those the file names. */
   declarations: { prompt?: number; search?: number };
 }
@@ -155,6 +157,7 @@ function resolveConfig(config: RawConfig, base: string): CodemodeConfig {
     workspace,
     tasks,
     declarations: { ...config.declarations },
+    approvals: { required: [...(config.approvals?.required ?? [])] },
   };
 }
 

@@ -69,6 +69,8 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
       },
       ...(options.warm === false ? { workers: { min: 0 } } : {}),
       declarations: { ...config.declarations, ...options.declarations },
+      // Tools the configuration gates: every call asks a person (a terminal, an MCP client, or a continuation).
+      ...(config.approvals.required.length > 0 ? { hooks: { approve: gateByConfig(new Set(config.approvals.required)) } } : {}),
     });
   } catch (error) {
     await upstreams.close();
@@ -113,4 +115,8 @@ function legacyDataDir(config: CodemodeConfig, dataDir: string | undefined): str
   const old = dirname(dataDir);
   if (!existsSync(join(old, "tasks.db")) && !existsSync(join(old, "sessions"))) return [];
   return [`${old} holds tasks or sessions of an earlier codemode, whose default data dir it was; the default is now ${dataDir}. To keep using them, set "dataDir": ".codemode" in codemode.json (or move them)`];
+}
+
+function gateByConfig(required: ReadonlySet<string>): NonNullable<CodemodeOptions["hooks"]>["approve"] {
+  return (event) => (required.has(event.tool.id) ? "ask" : undefined);
 }
