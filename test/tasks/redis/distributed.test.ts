@@ -132,30 +132,36 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () =>
     const survivor = q.workers.find((w) => w !== victim)!;
     await stopWorker(victim, "SIGKILL");
     const others = await Promise.all([spawn("nap", "a"), spawn("nap", "b"), spawn("square", "3")]);
-    const lost = await host.cm.tasks.wait(id);
-    expect(lost).toMatchObject({ status: "lost", lostReason: "worker_lost", worker: running.worker });
-    expect(lost.errorMessage).toContain(`the worker ${victim.id} on `);
-    expect(lost.errorMessage).toContain("is not run again");
-    expect(Object.hasOwn(lost, "usage")).toBe(false);
-    // The processes the dead worker left behind on this machine were stopped with it.
-    await eventually(() => (pids.some(alive) ? undefined : true), "the lost task's processes to be gone");
-    const finished = await Promise.all(others.map((o) => host.cm.tasks.wait(o)));
-    expect(finished.map((r) => [r.status, r.worker?.id])).toStrictEqual(others.map(() => ["succeeded", survivor.id]));
-    expect(host.cm.tasks.output(others[2]!).output.trim()).toBe("9");
-    // Still lost: the stalled job was failed, not handed to the survivor.
-    expect(record(id).status).toBe("lost");
-    q.workers = [survivor, await startWorker(project)];
+    try {
+      const lost = await host.cm.tasks.wait(id);
+      expect(lost).toMatchObject({ status: "lost", lostReason: "worker_lost", worker: running.worker });
+      expect(lost.errorMessage).toContain(`the worker ${victim.id} on `);
+      expect(lost.errorMessage).toContain("is not run again");
+      expect(Object.hasOwn(lost, "usage")).toBe(false);
+      // The processes the dead worker left behind on this machine were stopped with it.
+      await eventually(() => (pids.some(alive) ? undefined : true), "the lost task's processes to be gone");
+      const finished = await Promise.all(others.map((o) => host.cm.tasks.wait(o)));
+      expect(finished.map((r) => [r.status, r.worker?.id])).toStrictEqual(others.map(() => ["succeeded", survivor.id]));
+      expect(host.cm.tasks.output(others[2]!).output.trim()).toBe("9");
+      // Still lost: the stalled job was failed, not handed to the survivor.
+      expect(record(id).status).toBe("lost");
+    } finally {
+      // The next tests need two workers again, whatever this one asserts.
+      q.workers = [survivor, await startWorker(project)];
+    }
   });
 
   it("a worker stopped with SIGTERM cancels the task it runs (its processes too) and exits 0", async () => {
     const id = await spawn("sleeper", "interrupted");
     const pids = await eventually(() => /pids (\d+) (\d+)/.exec(host.cm.tasks.output(id).output)?.slice(1).map(Number), "the sleeper to start");
     const w = q.workers.find((x) => x.id === record(id).worker!.id)!;
-    expect(await stopWorker(w, "SIGTERM")).toBe(0);
-    expect(record(id)).toMatchObject({ status: "canceled", stopReason: "host closed", worker: { id: w.id } });
-    expect(pids.some(alive)).toBe(false);
-    expect(w.stderr()).toContain(`codemode worker ${w.id}: stopping (its running tasks are canceled)\n`);
+    const code = await stopWorker(w, "SIGTERM");
+    // The next tests need two workers again, whatever this one asserts.
     q.workers = [...q.workers.filter((x) => x !== w), await startWorker(project)];
+    expect(code).toBe(0);
+    expect(record(id)).toMatchObject({ status: "canceled", stopReason: "host closed", worker: { id: w.id } });
+    await eventually(() => (pids.some(alive) ? undefined : true), "the canceled task's processes to be gone");
+    expect(w.stderr()).toContain(`codemode worker ${w.id}: stopping (its running tasks are canceled)\n`);
   });
 
   it("a host killed mid-run: its tasks run on to the end on the workers, and codemode tasks / task read them from Redis", async () => {
