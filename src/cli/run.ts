@@ -79,7 +79,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
       controller.abort();
     };
     process.on("SIGINT", onSigint);
-    let result;
+    let result: Awaited<ReturnType<typeof runtime.cm.run>>;
     try {
       result = await runtime.cm.run(code, { signal: controller.signal, ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(session === undefined ? {} : { session }) });
     } finally {

@@ -18,7 +18,7 @@ export function assertViewSubset(compact: unknown, full: unknown, path = "$"): v
     if (compact.length !== full.length) {
       throw new Error(`compact view has ${compact.length} items at ${path}, the full view has ${full.length}`);
     }
-    compact.forEach((item, i) => assertViewSubset(item, full[i], child(path, i)));
+    for (const [i, item] of compact.entries()) assertViewSubset(item, full[i], child(path, i));
     return;
   }
   if (compact !== null && typeof compact === "object") {

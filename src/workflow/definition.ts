@@ -215,7 +215,10 @@ function readInputs(raw: unknown, problem: Report): InputSpec[] {
     out.push(input);
   };
   if (Array.isArray(raw)) {
-    raw.forEach((item, index) => (typeof item === "string" ? add(item, null, ["inputs", index]) : add(isPlainObject(item) ? item.name : item, item, ["inputs", index])));
+    for (const [index, item] of raw.entries()) {
+      if (typeof item === "string") add(item, null, ["inputs", index]);
+      else add(isPlainObject(item) ? item.name : item, item, ["inputs", index]);
+    }
   } else if (isPlainObject(raw)) {
     for (const [name, spec] of Object.entries(raw)) add(name, spec, ["inputs", name]);
   } else {

@@ -325,7 +325,7 @@ function collectTemplates(value: unknown, at: PathSegment[], visit: (at: PathSeg
   if (typeof value === "string") {
     if (hasTemplate(value)) visit(at, value);
   } else if (Array.isArray(value)) {
-    value.forEach((item, i) => collectTemplates(item, [...at, i], visit));
+    for (const [i, item] of value.entries()) collectTemplates(item, [...at, i], visit);
   } else if (isPlainObject(value)) {
     for (const [key, item] of Object.entries(value)) collectTemplates(item, [...at, key], visit);
   }

@@ -31,7 +31,10 @@ async function hostWithGate(): Promise<{ cm: Codemode; release: () => void }> {
   const cm = await createCodemode({
     agentDirs: [],
     workers: { min: 0 },
-    agents: [{ name: "slow", description: "waits for the test", driver: "function", run: async () => (await gate, "done") }],
+    agents: [{ name: "slow", description: "waits for the test", driver: "function", run: async () => {
+      await gate;
+      return "done";
+    } }],
   });
   open.push(cm);
   return { cm, release };

@@ -114,7 +114,7 @@ describe("result views", () => {
     const compact = z.object({ id: z.string(), v: z.union([z.object({ a: z.string(), b: z.string() }), z.string()]) });
     const full = z.object({ id: z.string(), v: z.union([z.object({ a: z.string() }), z.string()]) });
     let record: Record<string, unknown> = { id: "a", v: { a: "x", b: "y" } };
-    const tool = defineTool({ name: "leaky", description: "Compact keeps a key the full union drops.", input: z.object({}), views: { compact, full }, execute: () => record });
+    const tool = defineTool({ name: "leaky", description: "Compact keeps a key the full union drops.", input: z.object({}), views: { compact, full }, execute: () => record as z.infer<typeof compact> });
     for (const development of [false, true]) {
       const err = await rejection(invokeTool(tool, {}, { ctx: ctx(), development }));
       expect({ code: err.code, reason: err.reason, message: err.message }).toStrictEqual({

@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { AgentRegistry, createCodemode, defineTool, describeTool, invokeTool, projectViews, TaskHost, type PreCallEvent, type TaskRecord, type Tool, type Usage } from "../../src/index.js";
+import { AgentRegistry, defineTool, describeTool, invokeTool, projectViews, TaskHost, type PreCallEvent, type TaskRecord, type Tool } from "../../src/index.js";
+import type { Usage } from "../../src/tasks/types.js";
 import { memoryTaskStore } from "../../src/tasks/index.js";
 import { ptcWorkflowTool } from "../../src/workflow/index.js";
 import { newCalls, sampleRecord, sessionStatusTool } from "../tools/sample-tools.js";
@@ -115,7 +116,10 @@ describe("the end-to-end workflow", () => {
     const [report, final] = children;
     const digest = describeTool(f.cm.toolList().find((t) => t.id === "session_status")!).output_views!.full.digest;
     const nodes = sc.nodes as Array<Record<string, unknown>>;
-    expect(nodes.map(({ duration_ms, ...rest }) => (expect(typeof duration_ms).toBe("number"), rest))).toStrictEqual([
+    expect(nodes.map(({ duration_ms, ...rest }) => {
+        expect(typeof duration_ms).toBe("number");
+        return rest;
+      })).toStrictEqual([
       { node: "inspect", status: "succeeded", kind: "session_status", view: "full" },
       { node: "report", status: "succeeded", kind: "run-agent", agent: "general", task_id: report!.id },
       { node: "final", status: "succeeded", kind: "run-agent", agent: "general", task_id: final!.id },

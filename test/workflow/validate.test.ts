@@ -350,7 +350,11 @@ graph:
     expect((await validateOnly(f.cm, edges)).errors).toStrictEqual([error("invalid_definition", '"graph.edges" lists 10001 edges; a workflow has at most 10000', { path: "graph.edges" })]);
     // A YAML alias bomb (9^9 strings once expanded) is refused by the parser's alias budget.
     let bomb = "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n";
-    ["b", "c", "d", "e", "f", "g", "h", "i"].reduce((prev, name) => ((bomb += `${name}: &${name} [${Array(9).fill(`*${prev}`).join(",")}]\n`), name), "a");
+    let prev = "a";
+    for (const name of ["b", "c", "d", "e", "f", "g", "h", "i"]) {
+      bomb += `${name}: &${name} [${Array(9).fill(`*${prev}`).join(",")}]\n`;
+      prev = name;
+    }
     expect((await validateOnly(f.cm, bomb)).errors).toStrictEqual([error("invalid_definition", "the workflow is not valid YAML: Excessive alias count indicates a resource exhaustion attack", { line: 1 })]);
     const chain = { graph: { nodes: Array.from({ length: 1000 }, (_, i) => ({ id: `n${i}`, kind: "skill_view", params: { skill: i === 0 ? "x" : `{{ .nodes.n${i - 1}.output.name }}` } })) } };
     expect(await validateOnly(f.cm, chain)).toStrictEqual({ valid: true, errors: [], warnings: [] });
