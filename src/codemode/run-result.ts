@@ -1,4 +1,4 @@
-// Assembling the RunResult of SPEC §4 from what a run produced. One budget covers every byte the
+// Assembling the RunResult (docs/guest-api.md#the-run-result) from what a run produced. One budget covers every byte the
 // model sees: the failure line, the program's output and the receipt of tool calls.
 import type { ConsoleLine, ErrorKind, GuestError } from "../engine/protocol.js";
 import type { TextContent } from "../tools/index.js";

@@ -1,4 +1,4 @@
-/** The tool contract (SPEC §2, §3, §6): definitions, invocation, channels, descriptors, declarations. */
+/** The tool contract (docs/tool-contract.md): definitions, invocation, channels, descriptors, declarations. */
 export { defineTool, toTool, isTool, pickAnnotations } from "./define.js";
 export type { Tool, ViewsToolDefinition, OutputToolDefinition, TextToolDefinition, PlainToolDefinition } from "./define.js";
 export { invokeTool, invokeToolForProgram, projectViews, assertToolViews } from "./invoke.js";

@@ -90,7 +90,7 @@ function invalidInput(message: string): ToolError {
   return new ToolError("tool_invalid_input", message, { reason: "schema_invalid" });
 }
 
-/** Input checks of SPEC §6, in the order the seed lists them; any failure means the tool does not run. */
+/** Input checks of docs/tool-contract.md#input-what-is-refused-before-a-tool-runs, in the order listed there; any failure means the tool does not run. */
 function checkInput(tool: Tool, impl: ToolInternals, raw: unknown, pinned: ResultView | undefined): Checked {
   if (!isPlainObject(raw)) throw invalidInput(`tool "${tool.id}" input must be an object, received ${describeValue(raw)}`);
   let args = raw;
@@ -166,7 +166,7 @@ interface Overrides {
 /**
  * The three channels from one record. Projection errors throw (the program was promised a shape);
  * a failing `toModelOutput`/`toDetails` only costs a warning, since the model and the UI can
- * still be served from the record itself (seed 002, "fail soft").
+ * still be served from the record itself (docs/tool-contract.md#model-output-fail-soft).
  */
 export function buildChannels(
   tool: Tool,
@@ -226,7 +226,7 @@ export function buildChannels(
       warnings.push(`tool "${tool.id}" toModelOutput failed (${messageOf(err)}); the model was sent the JSON result instead`);
     }
   }
-  // SPEC §6: the last resort is the JSON of the full record. structuredContent is the programs'
+  // docs/tool-contract.md#model-output-fail-soft: the last resort is the JSON of the full record. structuredContent is the programs'
   // channel and never goes to the model; a tool that wants a short model view says so itself.
   text ??= textOf(record);
 
@@ -257,7 +257,7 @@ export function buildChannels(
 }
 
 /**
- * SPEC §6 puts fail-soft warnings in `details`, where a UI looks. They join an object's own
+ * Fail-soft warnings go in `details`, where a UI looks (docs/tool-contract.md#model-output-fail-soft). They join an object's own
  * `warnings` list (a copy: the record stays as the tool returned it); details of another shape
  * keep them only in `ToolCallResult.warnings`.
  */

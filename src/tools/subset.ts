@@ -6,7 +6,7 @@ function child(path: string, key: string | number): string {
 }
 
 /**
- * Seed 000's promise: every field of a compact result is in the full result at the same path with
+ * The result-view promise (docs/tool-contract.md#result-views-compact--full-always-checked): every field of a compact result is in the full result at the same path with
  * the same value. Arrays must have the same length (a compact list that silently drops rows would
  * mislead a caller) and their items are compared pairwise. Throws an Error naming the first path
  * that breaks it.

@@ -21,7 +21,7 @@ export interface TextContent {
   text: string;
 }
 
-/** The three channels of one call (SPEC §6): `content` for the model, `details` for a UI, `structuredContent` for programs. */
+/** The three channels of one call (docs/tool-contract.md): `content` for the model, `details` for a UI, `structuredContent` for programs. */
 export interface ToolCallResult {
   content: TextContent[];
   structuredContent?: Record<string, unknown>;
@@ -123,7 +123,7 @@ export interface ToolAnnotations {
 
 export const TOOL_ANNOTATION_KEYS: readonly (keyof ToolAnnotations)[] = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"];
 
-/** SPEC §6 descriptor, as `tool_info` returns it. */
+/** A tool's descriptor, as `tool_info` returns it (docs/tool-contract.md#descriptors-titles-and-annotations). */
 export interface ToolDescriptor {
   id: string;
   description: string;

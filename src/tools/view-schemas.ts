@@ -1,4 +1,4 @@
-// Seed 000's promise, "every field in a compact result is in the full result at the same path with
+// The result-view promise of docs/tool-contract.md, "every field in a compact result is in the full result at the same path with
 // the same value", checked where it can be proven: on the two view schemas, once, in defineTool.
 //
 // Both views project the same record, so a compact value can differ from the full one at the

@@ -225,14 +225,14 @@ describe("the end-to-end workflow", () => {
   });
 });
 
-describe("pinned views (seed 000, Hooks)", () => {
+describe("pinned views (docs/tool-contract.md#hooks-and-pinned-views)", () => {
   it("a preCall patch that changes a node's view fails the node with tool_denied / result_view_pinned; nothing downstream runs", async () => {
     const events: PreCallEvent[] = [];
     const f = await fixture({
       hooks: {
         preCall: (event) => {
           events.push(event);
-          // A hook that wants the full record everywhere: seed 000 says to skip pinned calls.
+          // A hook that wants the full record everywhere leaves pinned calls alone: patching a pinned view is denied.
           if (event.tool.id === "session_status") return { input: { ...event.input, result_view: event.input.result_view === "full" ? "compact" : "full" } };
         },
       },
@@ -267,7 +267,7 @@ describe("pinned views (seed 000, Hooks)", () => {
     expect(f.agentRuns).toStrictEqual([]);
   });
 
-  it("a patch adding result_view to a single-result tool's call fails the node with the seed's single-result error; postCall says which view a record holds", async () => {
+  it("a patch adding result_view to a single-result tool's call fails the node with the single-result input error; postCall says which view a record holds", async () => {
     const post: Array<{ tool: string; result_view?: string; has_result_views: boolean }> = [];
     const f = await fixture({
       hooks: {

@@ -1,4 +1,4 @@
-// Seed 000's Loop validation rules, each with its exact code and message, each proving that
+// The validation rules of docs/workflows.md#validation, each with its exact code and message, each proving that
 // nothing ran: no tool executed, no agent ran, no task was created.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -16,8 +16,8 @@ afterAll(async () => {
 
 const error = (code: string, message: string, at: { node?: string; path?: string; line?: number } = {}) => ({ code, ...at, message });
 
-describe("seed 000: a reference into the compact view stops the workflow before start", () => {
-  it("without result_view: full, the seed's result_view_field_requires_full, naming the tool as its descriptor does", async () => {
+describe("a reference into the compact view stops the workflow before start", () => {
+  it("without result_view: full, result_view_field_requires_full, naming the tool as its descriptor does", async () => {
     expect(await validateOnly(f.cm, seedWorkflow())).toStrictEqual({
       valid: false,
       errors: [error("result_view_field_requires_full", SEED_REQUIRES_FULL, { node: "report", path: "graph.nodes[1].params.prompt", line: 15 })],
@@ -129,7 +129,7 @@ describe("seed 000: a reference into the compact view stops the workflow before 
     expectNothingRan(f);
   });
 
-  it("result_view on a single-result tool is the seed's dispatch error, found before start", async () => {
+  it("result_view on a single-result tool is the tool's own input error, found before start", async () => {
     const workflow = { graph: { nodes: [{ id: "skill", kind: "skill_view", params: { skill: "x", result_view: "full" } }] } };
     expect(await validateOnly(f.cm, workflow)).toStrictEqual({
       valid: false,
