@@ -1,3 +1,6 @@
+// The runtime's task tools — ptc_subagent, ptc_task_wait, ptc_task_list, ptc_task_output,
+// ptc_task_stop — defined with defineTool over a TaskHost: their inputs, their compact and full
+// views, and the text a model reads (docs/tasks.md).
 import { takeTail } from "../text.js";
 import { z } from "zod";
 import { defineTool, pinnedText, ToolError, type PinnedText, type Tool, type ToolContext } from "../tools/index.js";

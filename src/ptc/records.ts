@@ -1,3 +1,5 @@
+// The task record as programs read it: the zod schemas of the ptc tools' views (snake_case), the
+// projection from the host's record, the usage line, and the camelCase record `details` carries.
 import { z } from "zod";
 import { TASK_STATUSES, headPreview, PREVIEW_BYTES, type TaskRecord, type Usage, type TaskHost } from "../tasks/index.js";
 

@@ -1,3 +1,8 @@
+// The task host: spawns tasks on their drivers, schedules them into running slots (FIFO queue,
+// depth and concurrency caps), stops them, waits for them, reaps the records of dead owners and
+// pages their output. It is the only writer of the lifecycle of the records it owns: every status
+// change goes through assertTransition (docs/tasks.md#the-task-model) and a compare-and-replace
+// on the store, so another host sharing the data dir can read them but never moves them.
 import { join } from "node:path";
 import { monotonicFactory } from "ulid";
 import { appendPrivate, ensurePrivateDir, PrivateTempDir, replaceFileAtomic } from "../safe-fs.js";

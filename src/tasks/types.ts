@@ -1,3 +1,5 @@
+// The task record and its parts (statuses, usage, report, owner), as the host keeps them
+// (camelCase); src/ptc/records.ts is their snake_case projection for programs.
 export const TASK_STATUSES = ["queued", "running", "stopping", "succeeded", "failed", "canceled", "lost"] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 

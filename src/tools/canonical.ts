@@ -1,3 +1,5 @@
+// Canonical JSON and the digests built on it: descriptors' schema digests, approval digests, and
+// JSON Schemas normalised so equal schemas give equal bytes.
 import { createHash } from "node:crypto";
 import { describeValue } from "./errors.js";
 import { setKey } from "./json.js";

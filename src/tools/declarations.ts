@@ -1,3 +1,5 @@
+// TypeScript declarations of the `tools` namespace for a model's prompt, within a byte budget
+// (docs/tool-contract.md#declarations-and-finding-tools).
 import { toolInternals, type Tool } from "./define.js";
 import { describeValue } from "./errors.js";
 import { isIdentifier } from "./identifiers.js";

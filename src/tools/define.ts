@@ -1,3 +1,6 @@
+// defineTool and toTool: a tool definition checked and compiled once — input schema, output schema
+// or compact/full views (their subset promise checked on the schemas), projectors, JSON Schemas and
+// digests — into the Tool every caller invokes. docs/tool-contract.md.
 import type * as zc from "zod/v4/core";
 import { normalizeJsonSchema } from "./canonical.js";
 import { describeValue } from "./errors.js";

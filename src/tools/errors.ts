@@ -1,9 +1,7 @@
+// ToolError: the one error type a tool call fails with, carrying a machine-readable `code` (and
+// optional `reason`) so a model, a program and a host can react without parsing messages; and the
+// shape in which a failure crosses into a program.
 import { messageOf } from "../text.js";
-
-/**
- * ToolError: the one error type a tool call fails with, carrying a machine-readable `code` (and
- * optional `reason`) so a model, a program and a host can react without parsing messages.
- */
 
 export type ToolErrorCode =
   | "tool_invalid_input"

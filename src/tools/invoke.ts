@@ -1,3 +1,6 @@
+// One tool call, from input to the three channels: input checks, the preCall hook, execute, the
+// projection of the selected view, the model text under the output budget, postCall or postError.
+// docs/tool-contract.md.
 import * as zc from "zod/v4/core";
 import { boundText, isPinnedText, validateBudget, type BoundOutput } from "./budget.js";
 import { toolInternals, type Tool, type ToolInternals, type ViewPlan } from "./define.js";
@@ -90,7 +93,10 @@ function invalidInput(message: string): ToolError {
   return new ToolError("tool_invalid_input", message, { reason: "schema_invalid" });
 }
 
-/** Input checks of docs/tool-contract.md#input-what-is-refused-before-a-tool-runs, in the order listed there; any failure means the tool does not run. */
+/**
+ * Input checks of docs/tool-contract.md#input-what-is-refused-before-a-tool-runs, in the order
+ * listed there; any failure means the tool does not run.
+ */
 function checkInput(tool: Tool, impl: ToolInternals, raw: unknown, pinned: ResultView | undefined): Checked {
   if (!isPlainObject(raw)) throw invalidInput(`tool "${tool.id}" input must be an object, received ${describeValue(raw)}`);
   let args = raw;

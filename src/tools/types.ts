@@ -1,3 +1,5 @@
+// The types of the tool contract: a call's context and channels, hooks and their events,
+// descriptors and annotations (docs/tool-contract.md).
 import type { ToolError } from "./errors.js";
 import type { TraceScope } from "../tracing.js";
 

@@ -1,6 +1,6 @@
 // The contract lives in docs/, and comments point there: every relative link of the pages and
 // every `docs/…` reference in a comment must resolve, to a file and, when it names one, a heading.
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -25,6 +25,12 @@ describe("references in the documentation and in comments", () => {
 
   it("every docs/… reference in a comment of src/, sandbox/ and test/ resolves, anchors included", () => {
     expect(referenceProblems(ROOT, [], SOURCES)).toStrictEqual([]);
+  });
+
+  it("every module of src/tasks, src/ptc and src/tools opens with a comment that says what it is for", () => {
+    const modules = ["tasks", "ptc", "tools"].flatMap((dir) => walk(join(ROOT, "src", dir))).filter((file) => file.endsWith(".ts"));
+    const bare = modules.filter((file) => !/^(\/\/|\/\*)/.test(readFileSync(file, "utf8"))).map((file) => file.slice(ROOT.length + 1));
+    expect(bare).toStrictEqual([]);
   });
 
   it("docs/README.md lists every page of docs/", () => {

@@ -1,3 +1,4 @@
+// The `function` driver: an in-process async function, for embedding and tests.
 import type { Driver } from "./types.js";
 import { errorMessage } from "./types.js";
 

@@ -1,3 +1,6 @@
+// The `openai` driver: an OpenAI-compatible chat-completions endpoint in a tool-calling loop over
+// the tools the agent allows (read-only ones only, for a read-only agent: the `enforced` tier).
+// Usage comes from the API's `usage` fields, cost from the agent's prices.
 import type { Driver, ChildToolDescriptor, ChildToolProvider } from "./types.js";
 import { errorMessage } from "./types.js";
 

@@ -1,3 +1,4 @@
+// The `script` driver: the agent is a codemode program, run by the ScriptRunner the runtime plugs in.
 import { readFile } from "node:fs/promises";
 import type { AgentDefinition } from "../agents.js";
 import type { Driver } from "./types.js";
