@@ -13,7 +13,6 @@ import { functionDriver } from "./drivers/function.js";
 import { openaiDriver } from "./drivers/openai.js";
 import { scriptDriver, type ScriptRunner } from "./drivers/script.js";
 import type { ChildToolProvider, Driver, DriverResult } from "./drivers/types.js";
-import { errorMessage } from "./drivers/types.js";
 import {
   addCost,
   addTokens,
@@ -34,7 +33,7 @@ import { boundedLabel, checkTaskSize, chooseModel, confineCwd, realRoots } from 
 import { assertTransition } from "./status.js";
 import type { TaskStore } from "./store.js";
 import { MIN_OUTPUT_CAP, TaskLog } from "./task-log.js";
-import { formatBytes } from "../text.js";
+import { formatBytes, messageOf } from "../text.js";
 import { StopTrace, TaskTrace, traceScope, type TraceScope } from "../tracing.js";
 import type { Tracer } from "@opentelemetry/api";
 import {
@@ -302,7 +301,7 @@ export class TaskHost {
     try {
       active = this.store.active();
     } catch (err) {
-      this.warn(`could not look for tasks lost by earlier hosts: ${errorMessage(err)}`);
+      this.warn(`could not look for tasks lost by earlier hosts: ${messageOf(err)}`);
       return reaped;
     }
     for (const rec of active) {
@@ -326,7 +325,7 @@ export class TaskHost {
       try {
         if (this.store.replace(lost, { status: rec.status, owner: rec.owner })) reaped.push(lost);
       } catch (err) {
-        this.warn(`could not mark task ${rec.id} lost (its host is gone): ${errorMessage(err)}; a later host will try again`);
+        this.warn(`could not mark task ${rec.id} lost (its host is gone): ${messageOf(err)}; a later host will try again`);
       }
     }
     return reaped;
@@ -801,11 +800,11 @@ export class TaskHost {
         ...(live.trace ? { trace: live.trace.driverScope } : {}),
       });
     } catch (err) {
-      run = Promise.resolve({ exitCode: 1, error: errorMessage(err) });
+      run = Promise.resolve({ exitCode: 1, error: messageOf(err) });
     }
     run.then(
       (result) => this.finish(live, result),
-      (err: unknown) => this.finish(live, { exitCode: 1, error: errorMessage(err) }),
+      (err: unknown) => this.finish(live, { exitCode: 1, error: messageOf(err) }),
     );
   }
 
@@ -815,7 +814,7 @@ export class TaskHost {
     try {
       this.persist(live, { ...live.record, processes: group });
     } catch (err) {
-      this.warn(`could not record the process group of task ${live.record.id}: ${errorMessage(err)}`);
+      this.warn(`could not record the process group of task ${live.record.id}: ${messageOf(err)}`);
     }
   }
 
@@ -831,7 +830,7 @@ export class TaskHost {
     if (freeSlot && live.started) this.releaseSlot(live);
     live.controller.abort(new Error("the task's record was taken over by another host"));
     live.trace?.finished(live.record);
-    live.settle({ ...live.record, errorMessage: `this host could not record the task's progress (${errorMessage(err)}); read it with ptc_task_output` });
+    live.settle({ ...live.record, errorMessage: `this host could not record the task's progress (${messageOf(err)}); read it with ptc_task_output` });
   }
 
   private onEvent(live: Live, event: DriverEvent): void {
@@ -979,7 +978,7 @@ export class TaskHost {
     } catch (err) {
       if (err instanceof TaskError && err.code === "task_store_read_only") throw err;
       live.record = next;
-      this.warn(`could not record task ${next.id} as ${next.status} (${errorMessage(err)}); this host keeps it and writes it again every ${RETRY_WRITES_MS / 1000} s`);
+      this.warn(`could not record task ${next.id} as ${next.status} (${messageOf(err)}); this host keeps it and writes it again every ${RETRY_WRITES_MS / 1000} s`);
       this.scheduleRetry();
       return;
     }

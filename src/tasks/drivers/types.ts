@@ -50,5 +50,3 @@ export interface DriverResult {
 }
 
 export type Driver = (ctx: DriverContext) => Promise<DriverResult>;
-
-export { messageOf as errorMessage } from "../../text.js";
