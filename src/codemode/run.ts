@@ -3,7 +3,7 @@
 // end, and building the RunResult.
 import type { SandboxEngine } from "../engine/engine.js";
 import type { ConsoleLine, DoneMessage, GuestError } from "../engine/protocol.js";
-import { guestError, invokeToolForProgram, ToolError, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
+import { invokeToolForProgram, toolRejection, ToolError, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
 import { engineLimits, type Limits } from "./limits.js";
 import { formatBytes } from "../text.js";
 import { OutputCollector } from "./output.js";
@@ -206,7 +206,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     if (ok) {
       handle.settle(callId, true, payload as string);
     } else {
-      const failure = guestError(payload);
+      const failure = toolRejection(payload);
       state.record.status = ended ? "cancelled" : "error";
       state.record.error = failure.message.length > ARGS_PREVIEW ? failure.message.slice(0, ARGS_PREVIEW) + "…" : failure.message;
       handle.settle(callId, false, JSON.stringify(failure));

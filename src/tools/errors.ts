@@ -68,7 +68,8 @@ export function describeValue(value: unknown): string {
 /** Guest rejections keep the tail: the end of a long failure text is where the cause usually is. */
 export const GUEST_MESSAGE_LIMIT = 2000;
 
-export interface GuestError {
+/** A failed tool call as it reaches a program: the fields of the `Error` its promise rejects with. */
+export interface ToolRejection {
   name: string;
   code: string;
   reason?: string;
@@ -77,10 +78,10 @@ export interface GuestError {
 }
 
 /**
- * The fields a sandboxed program sees on the `Error` a failed `await tools.x()` rejects with.
- * The message keeps its last 2,000 characters.
+ * The rejection a sandboxed program sees for a failed `await tools.x()`. The message keeps its
+ * last 2,000 characters.
  */
-export function guestError(err: unknown): GuestError {
+export function toolRejection(err: unknown): ToolRejection {
   const code = err instanceof ToolError ? err.code : "tool_failed";
   const name = err instanceof ToolError ? "ToolError" : err instanceof Error ? err.name : "ToolError";
   let message = messageOf(err);
@@ -90,7 +91,7 @@ export function guestError(err: unknown): GuestError {
     if (/^[\uDC00-\uDFFF]/.test(tail)) tail = tail.slice(1);
     message = `…${tail}`;
   }
-  const out: GuestError = { name, code, message };
+  const out: ToolRejection = { name, code, message };
   if (err instanceof ToolError && err.reason !== undefined) out.reason = err.reason;
   if (err instanceof ToolError && err.fields !== undefined) out.fields = { ...err.fields };
   return out;

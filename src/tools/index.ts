@@ -4,8 +4,8 @@ export type { Tool, ViewsToolDefinition, OutputToolDefinition, TextToolDefinitio
 export { invokeTool, invokeToolForProgram, projectViews, assertToolViews } from "./invoke.js";
 export type { InvokeOptions } from "./invoke.js";
 export { errorResult, guestValue, toolResult, asToolResult } from "./result.js";
-export { ToolError, isToolError, guestError, messageOf, GUEST_MESSAGE_LIMIT } from "./errors.js";
-export type { ToolErrorCode, GuestError } from "./errors.js";
+export { ToolError, isToolError, toolRejection, messageOf, GUEST_MESSAGE_LIMIT } from "./errors.js";
+export type { ToolErrorCode, ToolRejection } from "./errors.js";
 export { describeTool } from "./describe.js";
 export { toolInfoTool, findTool } from "./tool-info.js";
 export { approvalDigest, canonicalJson, digestOf } from "./canonical.js";
