@@ -4,25 +4,11 @@
 import { z } from "zod";
 import { defineTool, type Tool } from "../tools/index.js";
 import type { Codemode } from "./codemode.js";
+import { runStructuredSchema } from "./run-result.js";
 import { formatBytes, summaryLine } from "../text.js";
 
 export const RUN_CODE_TOOL = "ptc_run_code";
 
-const runOutput = z.object({
-  status: z.enum(["ok", "error"]),
-  value: z.unknown().optional(),
-  error: z
-    .object({
-      kind: z.enum(["syntax", "exception", "timeout", "memory", "stack", "call_limit", "aborted", "sandbox"]),
-      message: z.string(),
-      line: z.number().int().optional(),
-      column: z.number().int().optional(),
-      hint: z.string().optional(),
-    })
-    .optional(),
-  tool_calls: z.number().int(),
-  duration_ms: z.number(),
-});
 
 export const BINDING_CONTRACT = `Run a JavaScript (or TypeScript: types are stripped) program in a sandbox (QuickJS: no file system, network, require or import).
 Top-level await works; \`return\` ends the program with a value.
@@ -45,7 +31,7 @@ export function runCodeTool(cm: Codemode, declarations: string): Tool {
       timeout_ms: z.number().int().min(1).max(600_000).optional().describe("Wall-clock deadline (default 30000)"),
       session: z.string().regex(/^[\w.:@-]{1,200}$/).optional().describe("Runs of one session share store()/load()"),
     }),
-    output: runOutput,
+    output: runStructuredSchema,
     execute: async (input, ctx) => {
       const onOutput = ctx.progress ? outputProgress(ctx.progress) : undefined;
       const result = await cm.runInternal(input.code, {

@@ -1,6 +1,8 @@
-// Assembling the RunResult (docs/guest-api.md#the-run-result) from what a run produced. One budget covers every byte the
-// model sees: the failure line, the program's output and the receipt of tool calls.
-import type { ConsoleLine, ErrorKind, GuestError } from "../engine/protocol.js";
+// Assembling the RunResult (docs/guest-api.md#the-run-result) from what a run produced. One budget
+// covers every byte the model sees: the failure line, the program's output and the receipt of
+// tool calls.
+import { z } from "zod";
+import { type ConsoleLine, ERROR_KINDS, type GuestError } from "../engine/protocol.js";
 import type { TextContent } from "../tools/index.js";
 import type { OutputCollector } from "./output.js";
 import type { SourceNote } from "./run.js";
@@ -16,14 +18,23 @@ export interface CallRecord {
   error?: string;
 }
 
-// A type alias (not an interface) so it is assignable to the record type tool outputs use.
-export type RunStructuredContent = {
-  status: "ok" | "error";
-  value?: unknown;
-  error?: { kind: ErrorKind; message: string; line?: number; column?: number; hint?: string };
-  tool_calls: number;
-  duration_ms: number;
-};
+/** A run's `structuredContent`: the output schema of `ptc_run_code`, and the type derived from it. */
+export const runStructuredSchema = z.object({
+  status: z.enum(["ok", "error"]),
+  value: z.unknown().optional(),
+  error: z
+    .object({
+      kind: z.enum(ERROR_KINDS),
+      message: z.string(),
+      line: z.number().int().optional(),
+      column: z.number().int().optional(),
+      hint: z.string().optional(),
+    })
+    .optional(),
+  tool_calls: z.number().int(),
+  duration_ms: z.number(),
+});
+export type RunStructuredContent = z.infer<typeof runStructuredSchema>;
 
 export interface RunDetails {
   runId: string;

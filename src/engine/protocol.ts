@@ -1,7 +1,8 @@
 // Messages between the host thread and a sandbox worker. Values that cross into or out of the
 // guest travel as JSON strings; the worker never parses them.
 
-export type ErrorKind = "syntax" | "exception" | "timeout" | "memory" | "stack" | "call_limit" | "aborted" | "sandbox";
+export const ERROR_KINDS = ["syntax", "exception", "timeout", "memory", "stack", "call_limit", "aborted", "sandbox"] as const;
+export type ErrorKind = (typeof ERROR_KINDS)[number];
 
 /** Limits one run is held to, already validated and merged with the defaults. */
 export interface RunLimits {
