@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { parseArgs, parseDuration, UsageError } from "./args.js";
 import { loadConfig } from "./config.js";
 import { EXIT_FAILED, EXIT_OK, line, readAll, write, writeOutput, type Io } from "./io.js";
+import { SESSION_NAME } from "../codemode/sessions.js";
 import { openRuntime } from "./runtime.js";
 import { ProgressView, progressMode } from "./progress.js";
 
@@ -27,7 +28,6 @@ prints a line per status change even when stderr is not a terminal.
 Exit codes: 0 the program succeeded, 1 it failed (the failure is printed on stderr), 2 usage error.
 `;
 
-const SESSION = /^[\w.:@-]{1,200}$/;
 
 export async function runCommand(argv: readonly string[], io: Io): Promise<number> {
   const { flags, positionals } = parseArgs("codemode run", argv, {
@@ -45,7 +45,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
   if (positionals.length > 1) throw new UsageError(`codemode run: expected one program file, got ${positionals.length}: ${positionals.join(" ")}`);
   const timeoutMs = typeof flags.timeout === "string" ? parseDuration("codemode run", "timeout", flags.timeout) : undefined;
   const session = flags.session as string | undefined;
-  if (session !== undefined && !SESSION.test(session)) {
+  if (session !== undefined && !SESSION_NAME.test(session)) {
     throw new UsageError(`codemode run: --session must be 1–200 letters, digits, "_", ".", ":", "@" or "-", got "${session}"`);
   }
 

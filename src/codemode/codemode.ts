@@ -31,7 +31,7 @@ import { ptcWorkflowTool } from "../workflow/index.js";
 import { checkLimits, mergeLimits, type Limits } from "./limits.js";
 import { describeReceived as describe } from "../text.js";
 import { executeRun } from "./run.js";
-import { SessionStores } from "./sessions.js";
+import { SESSION_NAME, SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
 import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
 import { spillingBound } from "./output.js";
@@ -115,7 +115,6 @@ export interface InternalRunOptions extends RunOptions {
 }
 
 const DEFAULT_SESSION = "default";
-const SESSION_PATTERN = /^[\w.:@-]{1,200}$/;
 
 export class Codemode {
   private closed = false;
@@ -448,7 +447,7 @@ function checkRunOptions(options: RunOptions, where: string): InternalRunOptions
   }
   if (options.timeoutMs !== undefined) checkLimits({ timeoutMs: options.timeoutMs }, where);
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new TypeError(`${where}.signal must be an AbortSignal, got ${describe(options.signal)}`);
-  if (options.session !== undefined && (typeof options.session !== "string" || !SESSION_PATTERN.test(options.session))) {
+  if (options.session !== undefined && (typeof options.session !== "string" || !SESSION_NAME.test(options.session))) {
     throw new TypeError(`${where}.session must be 1–200 characters of letters, digits, "_", ".", ":", "@" or "-", got ${describe(options.session)}`);
   }
   if (options.resultView !== undefined && options.resultView !== "compact" && options.resultView !== "full") {

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { defineTool, type Tool } from "../tools/index.js";
 import type { Codemode } from "./codemode.js";
 import { runStructuredSchema } from "./run-result.js";
+import { SESSION_NAME } from "./sessions.js";
 import { formatBytes, summaryLine } from "../text.js";
 
 export const RUN_CODE_TOOL = "ptc_run_code";
@@ -29,7 +30,7 @@ export function runCodeTool(cm: Codemode, declarations: string): Tool {
     input: z.object({
       code: z.string().min(1).describe("The JavaScript program"),
       timeout_ms: z.number().int().min(1).max(600_000).optional().describe("Wall-clock deadline (default 30000)"),
-      session: z.string().regex(/^[\w.:@-]{1,200}$/).optional().describe("Runs of one session share store()/load()"),
+      session: z.string().regex(SESSION_NAME).optional().describe("Runs of one session share store()/load()"),
     }),
     output: runStructuredSchema,
     execute: async (input, ctx) => {
