@@ -8,13 +8,28 @@ export function formatBytes(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
-/** How an error message names a value it did not expect: `the string "x"`, `the number 0`, `an array`. */
-export function describeReceived(value: unknown): string {
+/** The words describeReceived uses: JavaScript's by default; a YAML or JSON file's reader may want its own. */
+export interface ValueWords {
+  array: string;
+  object: string;
+  /** Before `number 0`, `boolean true`: "the " or nothing. */
+  article: string;
+}
+
+const JS_WORDS: ValueWords = { array: "an array", object: "an object", article: "the " };
+/** A YAML document's words: lists and mappings. */
+export const YAML_WORDS: ValueWords = { array: "a list", object: "a mapping", article: "the " };
+
+/**
+ * How an error message names a value it did not expect: `the string "x"`, `the number 0`,
+ * `an array` (or `a list`, with YAML_WORDS). The one describer of received values.
+ */
+export function describeReceived(value: unknown, words: ValueWords = JS_WORDS): string {
   if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
+  if (Array.isArray(value)) return words.array;
   if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)}`;
-  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return `the ${typeof value} ${String(value)}`;
-  return typeof value === "object" ? "an object" : typeof value;
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return `${words.article}${typeof value} ${String(value)}`;
+  return typeof value === "object" ? words.object : typeof value;
 }
 
 /** The longest prefix of `text` that is at most `bytes` UTF-8 bytes, never splitting a character. */

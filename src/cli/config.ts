@@ -6,6 +6,7 @@
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { checkLimits, type Limits } from "../codemode/limits.js";
 import { readRegularFile } from "../safe-fs.js";
+import { describeReceived } from "../text.js";
 
 export const CONFIG_FILE = "codemode.json";
 export const DEFAULT_DATA_DIR = ".codemode";
@@ -55,13 +56,7 @@ const TOP_KEYS = ["$schema", "limits", "dataDir", "agentsDir", "mcpServers", "wo
 const SERVER_KEYS = ["command", "args", "env", "cwd", "type", "readOnlyTools"];
 const SERVER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 
-function kind(value: unknown): string {
-  if (value === null || value === undefined) return String(value);
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)}`;
-  if (typeof value === "object") return "an object";
-  return `${typeof value} ${String(value)}`;
-}
+const kind = (value: unknown): string => describeReceived(value, { array: "an array", object: "an object", article: "" });
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
