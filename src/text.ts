@@ -1,5 +1,9 @@
 // Small text helpers shared across the host side: how sizes and received values are named in
-// error messages, and cutting UTF-8 text to a byte budget without splitting a character.
+// error messages, and the cuts of text. Every cut lives here, in two units: UTF-8 bytes
+// (takeHead, takeTail: what a budget counts) and UTF-16 characters (headChars, tailChars: what a
+// message or preview is capped at). None of them ever splits a character. What marks a cut ("…",
+// a marker naming a spill file) is the caller's; tools/budget.ts builds the output budget's cut on
+// takeHead and takeTail.
 
 /** "812 bytes", "3.0 KiB", "8.0 MiB". */
 export function formatBytes(bytes: number): string {
@@ -50,6 +54,18 @@ export function takeTail(text: string, bytes: number): string {
   return dropLoneSurrogate(slice, "start");
 }
 
+/** The first `chars` UTF-16 units of `text`, one fewer when the last would be half a surrogate pair. */
+export function headChars(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  return dropLoneSurrogate(text.slice(0, Math.max(0, chars)), "end");
+}
+
+/** The last `chars` UTF-16 units of `text`, one fewer when the first would be half a surrogate pair. */
+export function tailChars(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  return chars <= 0 ? "" : dropLoneSurrogate(text.slice(text.length - chars), "start");
+}
+
 function dropLoneSurrogate(text: string, side: "start" | "end"): string {
   if (text.length === 0) return text;
   if (side === "end") {
@@ -91,7 +107,7 @@ export function summaryLine(text: string, maxChars = 100): string {
   if (line.length <= maxChars) return line;
   const sentence = /^.*?[.!?](?=\s)/.exec(line.slice(0, maxChars))?.[0];
   if (sentence !== undefined && sentence.length >= maxChars / 3) return sentence;
-  const cut = line.slice(0, maxChars - 1).replace(/[\ud800-\udbff]$/, "");
+  const cut = headChars(line, maxChars - 1);
   const space = cut.lastIndexOf(" ");
   return `${(space >= maxChars / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }

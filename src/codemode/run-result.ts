@@ -7,7 +7,7 @@ import type { TextContent } from "../tools/index.js";
 import type { OutputCollector } from "./output.js";
 import type { SourceNote } from "./run.js";
 import { codeFrame } from "./diagnose.js";
-import { formatBytes, takeHead, wellFormed } from "../text.js";
+import { formatBytes, headChars, takeHead, wellFormed } from "../text.js";
 
 export interface CallRecord {
   id: number;
@@ -152,7 +152,7 @@ export function buildRunResult(outcome: RunOutcome): RunResult {
 
 function warningsText(warnings: readonly string[]): string {
   if (warnings.length === 0) return "";
-  const lines = warnings.slice(0, CONTENT_WARNINGS).map((warning) => `- ${warning.length > WARNING_CHARS ? `${warning.slice(0, WARNING_CHARS)}…` : warning}`);
+  const lines = warnings.slice(0, CONTENT_WARNINGS).map((warning) => `- ${warning.length > WARNING_CHARS ? `${headChars(warning, WARNING_CHARS)}…` : warning}`);
   if (warnings.length > CONTENT_WARNINGS) lines.push(`- … and ${warnings.length - CONTENT_WARNINGS} more in details.warnings`);
   return `Warnings:\n${lines.join("\n")}`;
 }
@@ -167,7 +167,7 @@ function renderValue(value: unknown, room: number): string {
   const json = JSON.stringify(value, null, 2) ?? String(value);
   if (Buffer.byteLength(json) <= room) return json;
   const marker = `\n[… return value cut to fit the ${room}-byte output budget; read it from structuredContent.value …]`;
-  return Buffer.from(json).subarray(0, Math.max(0, room - Buffer.byteLength(marker))).toString("utf8").replace(/\uFFFD$/, "") + marker;
+  return takeHead(json, room - Buffer.byteLength(marker)) + marker;
 }
 
 function receipt(calls: CallRecord[], callCount: number): string {

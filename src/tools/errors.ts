@@ -1,7 +1,7 @@
 // ToolError: the one error type a tool call fails with, carrying a machine-readable `code` (and
 // optional `reason`) so a model, a program and a host can react without parsing messages; and the
 // shape in which a failure crosses into a program.
-import { messageOf } from "../text.js";
+import { messageOf, tailChars } from "../text.js";
 
 export type ToolErrorCode =
   | "tool_invalid_input"
@@ -85,12 +85,7 @@ export function toolRejection(err: unknown): ToolRejection {
   const code = err instanceof ToolError ? err.code : "tool_failed";
   const name = err instanceof ToolError ? "ToolError" : err instanceof Error ? err.name : "ToolError";
   let message = messageOf(err);
-  if (message.length > GUEST_MESSAGE_LIMIT) {
-    let tail = message.slice(message.length - (GUEST_MESSAGE_LIMIT - 1));
-    // Never start on the second half of a surrogate pair: that would be a broken character.
-    if (/^[\uDC00-\uDFFF]/.test(tail)) tail = tail.slice(1);
-    message = `…${tail}`;
-  }
+  if (message.length > GUEST_MESSAGE_LIMIT) message = `…${tailChars(message, GUEST_MESSAGE_LIMIT - 1)}`;
   const out: ToolRejection = { name, code, message };
   if (err instanceof ToolError && err.reason !== undefined) out.reason = err.reason;
   if (err instanceof ToolError && err.fields !== undefined) out.fields = { ...err.fields };
