@@ -5,11 +5,20 @@
 // a marker naming a spill file) is the caller's; tools/budget.ts builds the output budget's cut on
 // takeHead and takeTail.
 
-/** "812 bytes", "3.0 KiB", "8.0 MiB". */
+/** "812 bytes", "3.0 KiB", "8.0 MiB": the one way sizes are shown, in messages and in tables. */
 export function formatBytes(bytes: number): string {
   if (bytes < 1024) return bytes === 1 ? "1 byte" : `${bytes} bytes`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  // Below 1023.95 KiB, so that rounding never shows "1024.0 KiB".
+  if (bytes < 1023.95 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** "850ms", "4.2s", "3m05s": the one way durations are shown. Rounded once, so 59.97 s is "1m00s", never "60.0s". */
+export function formatDuration(ms: number): string {
+  if (ms < 999.5) return `${Math.round(ms)}ms`;
+  if (ms < 59_950) return `${(ms / 1000).toFixed(1)}s`;
+  const seconds = Math.round(ms / 1000);
+  return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, "0")}s`;
 }
 
 /** The words describeReceived uses: JavaScript's by default; a YAML or JSON file's reader may want its own. */

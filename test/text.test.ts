@@ -1,8 +1,8 @@
-// The cuts every other module uses: in bytes (a budget) and in characters (a cap), none of which
-// may split a character, whatever the text holds.
+// The text helpers every other module uses: the one byte formatter and the one duration formatter;
+// the cuts, in bytes (a budget) and in characters (a cap), none of which may split a character.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { describeReceived, headChars, tailChars, takeHead, takeTail, YAML_WORDS } from "../src/text.js";
+import { describeReceived, formatBytes, formatDuration, headChars, tailChars, takeHead, takeTail, YAML_WORDS } from "../src/text.js";
 
 const text = fc.string({ unit: fc.constantFrom("a", "é", "€", "😀", "\n", "\ud800", "\udc00"), maxLength: 60 });
 const loneAtEnd = (s: string) => /[\ud800-\udbff]$/.test(s);
@@ -67,5 +67,39 @@ describe("describeReceived", () => {
     expect(values.map((v) => describeReceived(v))).toStrictEqual(["null", "undefined", "an array", "an object", `the string "${"x".repeat(40)}…"`, "the number 7", "the boolean true", "the bigint 10"]);
     expect(values.map((v) => describeReceived(v, YAML_WORDS)).slice(2, 4)).toStrictEqual(["a list", "a mapping"]);
     expect(describeReceived(1, { array: "an array", object: "an object", article: "" })).toBe("number 1");
+  });
+});
+
+describe("formatBytes", () => {
+  it("names sizes in bytes, KiB and MiB and never rounds up to the next unit's worth", () => {
+    expect([0, 1, 2, 1023, 1024, 1536, 1023 * 1024, 1048575, 1048576, 16 * 1048576].map(formatBytes)).toEqual([
+      "0 bytes",
+      "1 byte",
+      "2 bytes",
+      "1023 bytes",
+      "1.0 KiB",
+      "1.5 KiB",
+      "1023.0 KiB",
+      "1.0 MiB",
+      "1.0 MiB",
+      "16.0 MiB",
+    ]);
+  });
+});
+
+describe("formatDuration", () => {
+  it("shows ms below a second, tenths below a minute and m/ss past it, rounding once", () => {
+    expect([0, 850, 999.4, 999.6, 4200, 59_940, 59_970, 60_000, 119_600, 185_000].map(formatDuration)).toEqual([
+      "0ms",
+      "850ms",
+      "999ms",
+      "1.0s",
+      "4.2s",
+      "59.9s",
+      "1m00s",
+      "1m00s",
+      "2m00s",
+      "3m05s",
+    ]);
   });
 });

@@ -4,23 +4,24 @@
 // defaults included, resolve against the file's own folder, so a trusted file given with --config
 // never picks up the agents or state of whatever directory it is run in.
 import { dirname, isAbsolute, join, resolve } from "node:path";
-import { checkLimits, type Limits } from "../codemode/limits.js";
+import { findNodeAtLocation, parseTree, printParseErrorCode, type Node as JsonNode, type ParseError } from "jsonc-parser";
+import { z } from "zod";
+import type { Limits } from "../codemode/limits.js";
+import type { McpServerConfig } from "../mcp/upstream.js";
 import { readRegularFile } from "../safe-fs.js";
 import { describeReceived } from "../text.js";
+import { closestNames, isCloseName } from "../tools/identifiers.js";
+import { configSchema, type RawConfig } from "./config-schema.js";
+
+export type { McpServerConfig, RemoteServerConfig, StdioServerConfig } from "../mcp/upstream.js";
 
 export const CONFIG_FILE = "codemode.json";
-export const DEFAULT_DATA_DIR = ".codemode";
+/** State (task database, logs, sessions): apart from the agents and the configuration, which are meant to be committed. */
+export const DEFAULT_DATA_DIR = join(".codemode", "state");
+export const DEFAULT_AGENTS_DIR = join(".codemode", "agents");
 const CONFIG_MAX_BYTES = 1024 * 1024;
-
-export interface McpServerConfig {
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-  /** Working directory of the server process (absolute; default the configuration's directory). */
-  cwd: string;
-  /** Tools of this server (names as it lists them) that never change anything, besides those it annotates `readOnlyHint`. */
-  readOnlyTools?: string[];
-}
+/** Problems listed from one file; the rest are counted. */
+const MAX_PROBLEMS = 10;
 
 /** The `tasks` section: limits of the subagents this configuration's runtime hosts. */
 export interface TasksConfig {
@@ -36,6 +37,8 @@ export interface CodemodeConfig {
   limits: Partial<Limits>;
   /** Absolute. */
   dataDir: string;
+  /** Whether the file named its dataDir (the default moved from .codemode to .codemode/state). */
+  dataDirGiven: boolean;
   /** Absolute. */
   agentsDir: string;
   mcpServers: Record<string, McpServerConfig>;
@@ -46,33 +49,12 @@ export interface CodemodeConfig {
    */
   workspace: false | { write: boolean; root?: string };
   tasks: TasksConfig;
+  /** Declarations budgets in bytes (`CodemodeOptions.declarations`); only those the file names. */
+  declarations: { prompt?: number; search?: number };
 }
 
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
-}
-
-const TOP_KEYS = ["$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace", "tasks"];
-const SERVER_KEYS = ["command", "args", "env", "cwd", "type", "readOnlyTools"];
-const SERVER_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
-
-const kind = (value: unknown): string => describeReceived(value, { array: "an array", object: "an object", article: "" });
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
-function unknownKeys(where: string, value: Record<string, unknown>, known: string[]): void {
-  for (const key of Object.keys(value)) {
-    if (!known.includes(key)) throw new ConfigError(`${where}: unknown field "${key}"; expected one of ${known.map((k) => `"${k}"`).join(", ")}`);
-  }
-}
-
-/** A path given in the file, or its default, resolves from the file's directory. */
-function pathField(where: string, value: unknown, base: string, fallback: string): string {
-  if (value === undefined) return resolve(base, fallback);
-  if (typeof value !== "string" || value.trim() === "") throw new ConfigError(`${where} must be a non-empty path string, got ${kind(value)}`);
-  return isAbsolute(value) ? value : resolve(base, value);
 }
 
 /**
@@ -83,102 +65,227 @@ function pathField(where: string, value: unknown, base: string, fallback: string
 export function loadConfig(cwd: string, explicit?: string): CodemodeConfig {
   const file = explicit === undefined ? join(cwd, CONFIG_FILE) : resolve(cwd, explicit);
   const at = explicit ?? CONFIG_FILE;
-  let text: Buffer | undefined;
+  let bytes: Buffer | undefined;
   try {
     // A regular file of sane size (a FIFO or device planted as codemode.json must not hang the CLI).
-    text = readRegularFile(file, { maxBytes: CONFIG_MAX_BYTES, follow: true });
+    bytes = readRegularFile(file, { maxBytes: CONFIG_MAX_BYTES, follow: true });
   } catch (error) {
     throw new ConfigError(`${at} cannot be read: ${(error as Error).message}`);
   }
-  if (text === undefined) {
+  if (bytes === undefined) {
     if (explicit !== undefined) throw new ConfigError(`--config: no configuration file at ${file}`);
     return parseConfig(undefined, { base: cwd });
   }
+  const text = bytes.toString("utf8");
   let raw: unknown;
   try {
-    raw = JSON.parse(text.toString("utf8"));
+    raw = JSON.parse(text);
   } catch (error) {
-    throw new ConfigError(`${at} is not valid JSON: ${(error as Error).message}`);
+    throw new ConfigError(syntaxError(at, text, error as Error));
   }
-  return { ...parseConfig(raw, { base: dirname(file), at }), file };
+  return { ...parseConfig(raw, { base: dirname(file), at, text }), file };
 }
 
-/** `base`: where the file's paths and the defaults resolve (its directory); `at` names the file in messages. */
-export function parseConfig(raw: unknown, where: { base: string; at?: string }): CodemodeConfig {
+/**
+ * `base`: where the file's paths and the defaults resolve (its directory); `at` names the file in
+ * messages; `text`, the file as written, places each problem at its line and column.
+ */
+export function parseConfig(raw: unknown, where: { base: string; at?: string; text?: string }): CodemodeConfig {
   const { base } = where;
   const at = where.at ?? CONFIG_FILE;
-  if (raw === undefined) raw = {};
-  if (!isObject(raw)) throw new ConfigError(`${at} must hold a JSON object, got ${kind(raw)}`);
-  unknownKeys(at, raw, TOP_KEYS);
-
-  let limits: Partial<Limits>;
-  try {
-    limits = checkLimits(raw.limits, `${at}: limits`);
-  } catch (error) {
-    throw new ConfigError((error as Error).message);
+  const parsed = configSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const locate = locator(where.text);
+    const lines = parsed.error.issues.flatMap((issue) => describeIssue(issue, raw ?? {}, [])).map((problem) => `${at}${locate(problem.at)}: ${problem.message}`);
+    const shown = lines.slice(0, MAX_PROBLEMS);
+    if (lines.length > shown.length) shown.push(`… and ${lines.length - shown.length} more problems in ${at}`);
+    throw new ConfigError(shown.join("\n"));
   }
+  return resolveConfig(parsed.data, base);
+}
 
-  const dataDir = pathField(`${at}: "dataDir"`, raw.dataDir, base, DEFAULT_DATA_DIR);
-  const agentsDir = pathField(`${at}: "agentsDir"`, raw.agentsDir, base, join(DEFAULT_DATA_DIR, "agents"));
-
+function resolveConfig(config: RawConfig, base: string): CodemodeConfig {
+  const path = (value: string) => (isAbsolute(value) ? value : resolve(base, value));
   let workspace: CodemodeConfig["workspace"] = { write: false };
-  if (raw.workspace === false) workspace = false;
-  else if (raw.workspace !== undefined) {
-    if (!isObject(raw.workspace)) throw new ConfigError(`${at}: "workspace" must be false or an object { "write"?: boolean, "root"?: path }, got ${kind(raw.workspace)}`);
-    unknownKeys(`${at}: workspace`, raw.workspace, ["write", "root"]);
-    const write = raw.workspace.write ?? false;
-    if (typeof write !== "boolean") throw new ConfigError(`${at}: "workspace.write" must be true or false, got ${kind(write)}`);
-    workspace = { write };
-    if (raw.workspace.root !== undefined) workspace.root = pathField(`${at}: "workspace.root"`, raw.workspace.root, base, ".");
+  if (config.workspace === false) workspace = false;
+  else if (config.workspace !== undefined) {
+    workspace = { write: config.workspace.write ?? false };
+    if (config.workspace.root !== undefined) workspace.root = path(config.workspace.root);
   }
-
   const mcpServers: Record<string, McpServerConfig> = {};
-  if (raw.mcpServers !== undefined) {
-    if (!isObject(raw.mcpServers)) throw new ConfigError(`${at}: "mcpServers" must be an object { "<name>": { "command", "args"?, "env"? } }, got ${kind(raw.mcpServers)}`);
-    for (const [name, entry] of Object.entries(raw.mcpServers)) {
-      const where = `${at}: mcpServers.${name}`;
-      if (!SERVER_NAME.test(name)) {
-        throw new ConfigError(`${at}: mcpServers has the server name ${JSON.stringify(name)}; names must be 1–64 letters, digits, "_" or "-" (programs reach its tools as tools.<name>.<tool>)`);
-      }
-      if (!isObject(entry)) throw new ConfigError(`${where} must be an object { "command", "args"?, "env"? }, got ${kind(entry)}`);
-      if (entry.url !== undefined) throw new ConfigError(`${where}: "url" servers are not supported; give a stdio server as { "command", "args"?, "env"? }`);
-      unknownKeys(where, entry, SERVER_KEYS);
-      if (entry.type !== undefined && entry.type !== "stdio") throw new ConfigError(`${where}: "type" must be "stdio" (the only transport supported), got ${kind(entry.type)}`);
-      if (typeof entry.command !== "string" || entry.command.trim() === "") throw new ConfigError(`${where}: "command" must be a non-empty string (the program to start), got ${kind(entry.command)}`);
-      const args = entry.args ?? [];
-      if (!Array.isArray(args) || !args.every((arg) => typeof arg === "string")) throw new ConfigError(`${where}: "args" must be an array of strings, got ${kind(args)}`);
-      const env = entry.env ?? {};
-      if (!isObject(env)) throw new ConfigError(`${where}: "env" must be an object of string values, got ${kind(env)}`);
-      for (const [key, value] of Object.entries(env)) {
-        if (typeof value !== "string") throw new ConfigError(`${where}: "env.${key}" must be a string, got ${kind(value)}`);
-      }
+  for (const [name, entry] of Object.entries(config.mcpServers ?? {})) {
+    const common = {
+      ...(entry.readOnlyTools ? { readOnlyTools: [...entry.readOnlyTools] } : {}),
+      ...(entry.startupTimeoutMs !== undefined ? { startupTimeoutMs: entry.startupTimeoutMs } : {}),
+    };
+    if ("url" in entry) {
+      mcpServers[name] = { type: entry.type ?? "http", url: entry.url, headers: { ...entry.headers }, ...common };
+    } else {
       // Relative commands and arguments resolve from the configuration's directory.
-      const server: McpServerConfig = { command: entry.command, args: [...args] as string[], env: { ...(env as Record<string, string>) }, cwd: pathField(`${where}: "cwd"`, entry.cwd, base, ".") };
-      if (entry.readOnlyTools !== undefined) {
-        if (!Array.isArray(entry.readOnlyTools) || !entry.readOnlyTools.every((tool) => typeof tool === "string" && tool !== "")) {
-          throw new ConfigError(`${where}: "readOnlyTools" must be an array of the server's tool names, got ${kind(entry.readOnlyTools)}`);
-        }
-        server.readOnlyTools = [...(entry.readOnlyTools as string[])];
-      }
-      mcpServers[name] = server;
+      mcpServers[name] = { type: "stdio", command: entry.command, args: [...(entry.args ?? [])], env: { ...entry.env }, cwd: path(entry.cwd ?? "."), ...common };
     }
   }
-
   const tasks: TasksConfig = {};
-  if (raw.tasks !== undefined) {
-    if (!isObject(raw.tasks)) throw new ConfigError(`${at}: "tasks" must be an object { "maxOutputBytes"?, "cwdRoots"? }, got ${kind(raw.tasks)}`);
-    unknownKeys(`${at}: tasks`, raw.tasks, ["maxOutputBytes", "cwdRoots"]);
-    const max = raw.tasks.maxOutputBytes;
-    if (max !== undefined) {
-      if (typeof max !== "number" || !Number.isSafeInteger(max) || max < 4096) throw new ConfigError(`${at}: "tasks.maxOutputBytes" must be a whole number of bytes, at least 4096, got ${kind(max)}`);
-      tasks.maxOutputBytes = max;
+  if (config.tasks?.maxOutputBytes !== undefined) tasks.maxOutputBytes = config.tasks.maxOutputBytes;
+  if (config.tasks?.cwdRoots !== undefined) tasks.cwdRoots = config.tasks.cwdRoots.map(path);
+  return {
+    limits: { ...config.limits } as Partial<Limits>,
+    dataDir: path(config.dataDir ?? DEFAULT_DATA_DIR),
+    dataDirGiven: config.dataDir !== undefined,
+    agentsDir: path(config.agentsDir ?? DEFAULT_AGENTS_DIR),
+    mcpServers,
+    workspace,
+    tasks,
+    declarations: { ...config.declarations },
+  };
+}
+
+type Path = ReadonlyArray<string | number>;
+interface Problem {
+  /** Where it is: a value's path, or a property's key (`key: true`). */
+  at: { path: Path; key?: boolean };
+  message: string;
+}
+
+/** `mcpServers.gh.args`, `tasks.cwdRoots[0]`. */
+function dotted(path: Path): string {
+  return path.map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? part : `.${part}`)).join("");
+}
+
+function valueAt(raw: unknown, path: Path): unknown {
+  let value = raw;
+  for (const part of path) {
+    if (value === null || typeof value !== "object" || !Object.hasOwn(value, part)) return undefined;
+    value = (value as Record<string | number, unknown>)[part];
+  }
+  return value;
+}
+
+/** The schema that validates the value at `path` (records and unions followed along the raw value). */
+function schemaAt(path: Path, raw: unknown, keepUnion = false): z.ZodType | undefined {
+  let schema: z.ZodType = configSchema;
+  for (let i = 0; i <= path.length; i++) {
+    schema = unwrap(schema, valueAt(raw, path.slice(0, i)), keepUnion && i === path.length);
+    if (i === path.length) return schema;
+    const part = path[i]!;
+    if (schema instanceof z.ZodObject) schema = (schema.shape as Record<string, z.ZodType>)[part as string]!;
+    else if (schema instanceof z.ZodRecord) schema = schema.valueType as z.ZodType;
+    else if (schema instanceof z.ZodArray) schema = schema.element as z.ZodType;
+    else return undefined;
+    if (schema === undefined) return undefined;
+  }
+  return schema;
+}
+
+function unwrap(schema: z.ZodType, value: unknown, keepUnion: boolean): z.ZodType {
+  for (;;) {
+    if (schema instanceof z.ZodOptional) schema = schema.unwrap() as z.ZodType;
+    else if (schema instanceof z.ZodUnion && !keepUnion) schema = schema.options[unionBranch(schema, value)] as z.ZodType;
+    else return schema;
+  }
+}
+
+/** The branch of a union of objects a value was meant for: the one that knows most of its fields. */
+function unionBranch(union: z.ZodUnion, value: unknown): number {
+  const keys = value !== null && typeof value === "object" && !Array.isArray(value) ? Object.keys(value) : [];
+  let best = -1;
+  let bestScore = -1;
+  union.options.forEach((option, index) => {
+    if (!(option instanceof z.ZodObject)) return;
+    const shape = option.shape as Record<string, unknown>;
+    const score = keys.filter((key) => Object.hasOwn(shape, key)).length;
+    if (score > bestScore) [best, bestScore] = [index, score];
+  });
+  return best === -1 ? 0 : best;
+}
+
+function knownFields(path: Path, raw: unknown): string[] {
+  const schema = schemaAt(path, raw);
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
+}
+
+function describeIssue(issue: z.core.$ZodIssue, raw: unknown, prefix: Path): Problem[] {
+  const path = [...prefix, ...(issue.path as Path)];
+  const name = dotted(path);
+  switch (issue.code) {
+    case "unrecognized_keys":
+      return issue.keys.map((key) => {
+        const known = knownFields(path, raw);
+        const guess = closestNames(key, known, 1)[0];
+        const hint = guess !== undefined && isCloseName(key, guess) ? `; did you mean "${guess}"?` : "";
+        return { at: { path: [...path, key], key: true }, message: `unknown field "${dotted([...path, key])}"${hint} (known here: ${known.map((k) => `"${k}"`).join(", ")})` };
+      });
+    case "invalid_key":
+      return [
+        {
+          at: { path, key: true },
+          message: `${dotted(path.slice(0, -1))} has the name ${JSON.stringify(String(path.at(-1)))}; ${issue.issues[0]?.message ?? "it is not allowed"} is expected (programs reach its tools as tools.<name>.<tool>)`,
+        },
+      ];
+    case "invalid_union": {
+      // The branch the value was meant for says what is wrong inside it; a value that is no
+      // branch's kind at all gets the union's own message.
+      const union = schemaAt(path, raw, true);
+      const value = valueAt(raw, path);
+      const inner = union instanceof z.ZodUnion ? issue.errors[unionBranch(union, value)] : undefined;
+      if (inner && inner.length > 0 && inner.every((sub) => sub.path.length > 0 || sub.code === "unrecognized_keys")) return inner.flatMap((sub) => describeIssue(sub, raw, path));
+      return [{ at: { path }, message: `${name} must be ${issue.message}, got ${describeReceived(value)}` }];
     }
-    const roots = raw.tasks.cwdRoots;
-    if (roots !== undefined) {
-      if (!Array.isArray(roots)) throw new ConfigError(`${at}: "tasks.cwdRoots" must be an array of directory paths, got ${kind(roots)}`);
-      tasks.cwdRoots = roots.map((root, i) => pathField(`${at}: "tasks.cwdRoots[${i}]"`, root, base, "."));
+    default: {
+      const value = valueAt(raw, path);
+      if (value === undefined) return [{ at: { path: path.slice(0, -1) }, message: `${name} is missing: it must be ${issue.message}` }];
+      return [{ at: { path }, message: `${path.length === 0 ? "the file" : name} must be ${issue.message}, got ${describeReceived(value)}` }];
     }
   }
+}
 
-  return { limits, dataDir, agentsDir, mcpServers, workspace, tasks };
+/** ":line:column" of a problem in the file as written ("" without the text). */
+function locator(text: string | undefined): (at: Problem["at"]) => string {
+  if (text === undefined) return () => "";
+  const root = parseTree(text);
+  return (at) => {
+    if (!root) return "";
+    let node: JsonNode | undefined = at.path.length === 0 ? root : findNodeAtLocation(root, [...at.path]);
+    if (node && at.key && node.parent?.type === "property") node = node.parent;
+    return node ? `:${position(text, node.offset)}` : "";
+  };
+}
+
+function position(text: string, offset: number): string {
+  let line = 1;
+  let start = 0;
+  for (let i = text.indexOf("\n"); i !== -1 && i < offset; i = text.indexOf("\n", i + 1)) {
+    line++;
+    start = i + 1;
+  }
+  return `${line}:${offset - start + 1}`;
+}
+
+const SYNTAX: Record<string, string> = {
+  InvalidNumberFormat: "a malformed number",
+  PropertyNameExpected: 'a field name in double quotes was expected (JSON has no unquoted names, no comments and no trailing commas)',
+  ValueExpected: "a value was expected",
+  ColonExpected: 'a ":" was expected after the field name',
+  CommaExpected: 'a "," was expected between two entries',
+  CloseBraceExpected: 'a "}" was expected',
+  CloseBracketExpected: 'a "]" was expected',
+  EndOfFileExpected: "nothing may follow the top-level value",
+  InvalidCommentToken: "JSON has no comments",
+  UnexpectedEndOfString: "a string is not closed",
+  InvalidEscapeCharacter: "an invalid escape sequence",
+  InvalidCharacter: "a control character inside a string",
+};
+
+/** JSON.parse's verdict, placed at a line and column (and said plainly) by jsonc-parser's scanner in strict mode. */
+function syntaxError(at: string, text: string, error: Error): string {
+  const errors: ParseError[] = [];
+  parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  const first = errors[0];
+  if (!first) return `${at} is not valid JSON: ${error.message}`;
+  const code = printParseErrorCode(first.error);
+  if (code === "InvalidSymbol") {
+    const token = text.slice(first.offset, first.offset + Math.min(first.length, 40));
+    return `${at}:${position(text, first.offset)}: not valid JSON: ${JSON.stringify(token)} is not a JSON value (names and strings go in double quotes)`;
+  }
+  return `${at}:${position(text, first.offset)}: not valid JSON: ${SYNTAX[code] ?? code}`;
 }

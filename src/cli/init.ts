@@ -4,19 +4,29 @@
 import { closeSync, lstatSync } from "node:fs";
 import { join } from "node:path";
 import { createExclusive, makeDirsNoFollow, replaceFileAtomic, UnsafeFileError, writeAll } from "../safe-fs.js";
-import { parseArgs, UsageError } from "./args.js";
+import { commandHelp, HELP_FLAG, parseArgs, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { CONFIG_FILE } from "./config.js";
+import { CONFIG_SCHEMA_URL } from "./config-schema.js";
 import { EXIT_FAILED, EXIT_OK, write, type Io } from "./io.js";
 
-export const INIT_HELP = `Usage: codemode init [--force]
+const INIT_FLAGS = {
+  force: { type: "boolean", short: "f", description: "overwrite the starter files that exist (never through a symbolic link)" },
+  help: HELP_FLAG,
+} satisfies FlagTable;
 
-Writes a starter ./codemode.json, a sample script agent in .codemode/agents/ and a sample program
-(hello.js). Existing files are left alone unless --force is given.
-`;
+export const INIT_HELP = commandHelp({
+  usage: `codemode init ${usageFlags(INIT_FLAGS)}`,
+  about: `Writes a starter ./codemode.json, a sample script agent in .codemode/agents/, a sample program
+(hello.js) and .codemode/.gitignore. The configuration and the agents are meant to be committed;
+the state the runtime keeps (task records and logs, sessions) goes to .codemode/state/, which the
+.gitignore leaves out. Existing files are left alone unless --force is given.`,
+  flags: INIT_FLAGS,
+});
 
 export const STARTER_CONFIG = {
+  $schema: CONFIG_SCHEMA_URL,
   limits: { timeoutMs: 30000 },
-  dataDir: ".codemode",
+  dataDir: ".codemode/state",
   agentsDir: ".codemode/agents",
   workspace: { write: false },
   mcpServers: {},
@@ -46,13 +56,18 @@ text(\`\${counts.length} file\${counts.length === 1 ? "" : "s"}, \${total} lines
 for (const c of counts.slice(0, 5)) text(\`\${c.lines}\\t\${c.path}\`);
 `;
 
+/** What git keeps out of .codemode/: the runtime's state; the agents beside it are the project's. */
+const GITIGNORE = `# codemode's state: task records and logs, sessions (see dataDir in codemode.json)
+state/
+`;
+
 const SAMPLE_PROGRAM = `// Run with: codemode run hello.js
 const { files } = await tools.list_files({ pattern: "*" });
 text(\`This directory has \${files.length} files at its top level.\`);
 `;
 
 export async function initCommand(argv: readonly string[], io: Io): Promise<number> {
-  const { flags, positionals } = parseArgs("codemode init", argv, { force: { type: "boolean" }, help: { type: "boolean" } });
+  const { flags, positionals } = parseArgs("codemode init", argv, INIT_FLAGS);
   if (flags.help) {
     await write(io.stdout, INIT_HELP);
     return EXIT_OK;
@@ -62,6 +77,7 @@ export async function initCommand(argv: readonly string[], io: Io): Promise<numb
     [[CONFIG_FILE], JSON.stringify(STARTER_CONFIG, null, 2) + "\n"],
     [[".codemode", "agents", "line-counter.md"], SAMPLE_AGENT],
     [[".codemode", "agents", "line-counter.js"], SAMPLE_SCRIPT],
+    [[".codemode", ".gitignore"], GITIGNORE],
     [["hello.js"], SAMPLE_PROGRAM],
   ];
   const report: string[] = [];

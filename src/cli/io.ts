@@ -58,12 +58,18 @@ export function writeStyled(stream: Writable, text: string): Promise<void> {
   return send(stream, text);
 }
 
-export function line(text: string): string {
-  return text.endsWith("\n") ? text : `${text}\n`;
+/**
+ * Whether to colour what goes to `stream`: FORCE_COLOR set (to anything but 0 or false) forces it
+ * on and wins, as in Node itself; NO_COLOR set to anything turns it off; otherwise only on a
+ * terminal that is not "dumb".
+ */
+export function useColor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): boolean {
+  const force = env.FORCE_COLOR;
+  if (force !== undefined) return force !== "0" && force.toLowerCase() !== "false";
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;
+  return stream.isTTY === true && env.TERM !== "dumb";
 }
 
-export async function readAll(stream: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(chunks).toString("utf8");
+export function line(text: string): string {
+  return text.endsWith("\n") ? text : `${text}\n`;
 }

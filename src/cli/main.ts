@@ -31,12 +31,14 @@ Usage:
                          serve the runtime over MCP on stdio (ptc_run_code, ptc_*, tool_search, tool_info)
   codemode init [--force]
                          write a starter codemode.json, a sample agent and hello.js
-  codemode help [command]
+  codemode help [command]   (or codemode <command> -h)
   codemode --version
 
 Configuration: ./codemode.json, or --config <file> on run, workflow, tasks, task, tools and mcp —
-{ "limits", "dataDir" (default .codemode), "agentsDir" (default .codemode/agents),
-  "workspace": { "write", "root" } | false, "mcpServers": { "<name>": { "command", "args", "env" } } }
+{ "limits", "dataDir" (default .codemode/state), "agentsDir" (default .codemode/agents),
+  "workspace": { "write", "root" } | false, "declarations": { "prompt", "search" },
+  "mcpServers": { "<name>": { "command", "args", "env" } | { "url", "headers" }, "startupTimeoutMs" } }
+(schema/codemode.schema.json describes every field).
 Paths in the file, and the defaults above, are relative to the file. The workspace is
 "workspace.root", else the working directory (mcp: the file's folder). A configuration is
 trusted: run, tools and mcp start its mcpServers, and programs may spawn its command agents.

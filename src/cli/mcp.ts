@@ -3,15 +3,23 @@
 // configuration's folder (or its `workspace.root`), never on the working directory by accident.
 import { dirname } from "node:path";
 import { serveMcpStdio } from "../mcp/server.js";
-import { parseArgs, UsageError } from "./args.js";
+import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { CONFIG_FILE, loadConfig } from "./config.js";
 import { EXIT_OK, write, type Io } from "./io.js";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { declarationsBudget } from "./tools.js";
 
-export const MCP_HELP = `Usage: codemode mcp [--all-tools] [--no-output-schemas] [--declarations-budget <bytes>] [--config <file>]
+const MCP_FLAGS = {
+  "all-tools": { type: "boolean", description: "also list the workspace's and upstream servers' tools to the client directly" },
+  "no-output-schemas": { type: "boolean", description: "list no outputSchema (a smaller catalog; results still carry structuredContent, and tool_info gives each tool's contract)" },
+  "declarations-budget": { type: "string", value: "<bytes>", description: "declarations in ptc_run_code's description (default 8000)" },
+  config: CONFIG_FLAG,
+  help: HELP_FLAG,
+} satisfies FlagTable;
 
-Serves the runtime over MCP on stdio: ptc_run_code (its description lists every tool a program can
+export const MCP_HELP = commandHelp({
+  usage: `codemode mcp ${usageFlags(MCP_FLAGS)}`,
+  about: `Serves the runtime over MCP on stdio: ptc_run_code (its description lists every tool a program can
 call: with their types while they fit the declarations budget, by name and one line past it),
 tool_search and tool_info (a tool's types on demand) and the ptc_* task tools. Upstream MCP
 servers and the workspace tools from ./codemode.json are bound inside programs
@@ -19,28 +27,18 @@ servers and the workspace tools from ./codemode.json are bound inside programs
 
 The workspace tools are bound on the configuration's folder (or its "workspace": { "root" }),
 not on the directory the client started the server in. Without a configuration file they are
-not bound at all, and tasks and sessions are kept in memory.
-
-  --no-output-schemas            list no outputSchema (a smaller catalog; results still carry
-                                 structuredContent, and tool_info gives each tool's contract)
-  --declarations-budget <bytes>  declarations in ptc_run_code's description (default 8000)
-
-A call sent with a progressToken gets progress notifications: a program's output so far, and the
+not bound at all, and tasks and sessions are kept in memory.`,
+  flags: MCP_FLAGS,
+  notes: `A call sent with a progressToken gets progress notifications: a program's output so far, and the
 status and output of the subagents it starts.
 
 Client configuration (e.g. Claude Desktop, Claude Code, Cursor); works from any directory:
   { "mcpServers": { "codemode": { "command": "npx", "args": ["-y", "codemode-runtime", "mcp", "--config", "/path/to/project/codemode.json"] } } }
-Servers that fail to start are reported on stderr (your client's MCP log); the others still work.
-`;
+Servers that fail to start are reported on stderr (your client's MCP log); the others still work.`,
+});
 
 export async function mcpCommand(argv: readonly string[], io: Io): Promise<number> {
-  const { flags, positionals } = parseArgs("codemode mcp", argv, {
-    "all-tools": { type: "boolean" },
-    "no-output-schemas": { type: "boolean" },
-    "declarations-budget": { type: "string", value: "<bytes>" },
-    config: { type: "string", value: "<file>" },
-    help: { type: "boolean" },
-  });
+  const { flags, positionals } = parseArgs("codemode mcp", argv, MCP_FLAGS);
   if (flags.help) {
     await write(io.stdout, MCP_HELP);
     return EXIT_OK;

@@ -1,12 +1,20 @@
 // Live progress of subagents while `codemode run` runs: on a terminal, one line per task redrawn
-// in place (status, label, bytes, time, usage); elsewhere (CODEMODE_PROGRESS=1) a line whenever a
-// task changes status. Reads the task host's records; never touches the program's output. Labels,
-// errors and ids reach the terminal only through progressLine / forTerminal, so a label cannot
-// carry an escape sequence to it.
+// in place (status, label, bytes, time, usage when the agent counts tokens); elsewhere
+// (CODEMODE_PROGRESS=1) a line whenever a task changes status. Reads the task host's records;
+// never touches the program's output.
+//
+// Drawing is log-update's: it moves back over the last frame from the first column (so an echoed
+// ^C cannot glue onto a redrawn line), rewrites only what changed, and never draws more lines
+// than the terminal has, which keeps every frame on screen and none in the scrollback. Lines are
+// cut to the terminal's width in columns by cli-truncate (a CJK character or an emoji is two),
+// and past the terminal's height the oldest tasks are summed up in one line. What is drawn comes
+// from progressLine, which passes every field through forTerminal: a label cannot carry an
+// escape sequence to the terminal, and the only ones written are log-update's and our colours.
 import type { Writable } from "node:stream";
+import { createLogUpdate } from "log-update";
 import type { TaskHost, TaskRecord } from "../tasks/index.js";
 import { forTerminal } from "./io.js";
-import { progressLine } from "./task-view.js";
+import { progressLine, truncateColumns } from "./task-view.js";
 
 export type ProgressMode = "tty" | "lines" | "off";
 
@@ -17,17 +25,42 @@ export function progressMode(stderr: { isTTY?: boolean }, env: NodeJS.ProcessEnv
   return stderr.isTTY ? "tty" : "off";
 }
 
-const MAX_LINES = 20;
+export type TerminalStream = Writable & { columns?: number; rows?: number; isTTY?: boolean };
+
+/** Rows of a terminal a frame may use: all but the line the cursor waits on. */
+export function frameRows(stream: TerminalStream): number {
+  return Math.max(2, (stream.rows || 24) - 1);
+}
+
+/** Columns a line may take: all but the last (a line that fills it wraps on some terminals). */
+export function frameColumns(stream: TerminalStream): number {
+  return Math.max(20, (stream.columns || 80) - 1);
+}
+
+/** Lines cut to the terminal's width. */
+export function fitWidth(lines: readonly string[], columns: number): string[] {
+  return lines.map((line) => truncateColumns(line, columns));
+}
+
+const STATUS_ORDER = ["running", "queued", "stopping", "succeeded", "failed", "canceled", "lost"];
+
+/** "… 12 earlier tasks: 9 succeeded, 3 failed". */
+function summary(hidden: readonly TaskRecord[]): string {
+  const counts = new Map<string, number>();
+  for (const record of hidden) counts.set(record.status, (counts.get(record.status) ?? 0) + 1);
+  const parts = [...counts].sort(([a], [b]) => STATUS_ORDER.indexOf(a) - STATUS_ORDER.indexOf(b)).map(([status, n]) => `${n} ${forTerminal(status)}`);
+  return `… ${hidden.length} earlier task${hidden.length === 1 ? "" : "s"}: ${parts.join(", ")}`;
+}
 
 export class ProgressView {
   private timer: NodeJS.Timeout | undefined;
-  private drawn = 0;
   private readonly seen = new Map<string, string>();
   private readonly since: number;
+  private draw: ReturnType<typeof createLogUpdate> | undefined;
 
   constructor(
     private readonly host: TaskHost,
-    private readonly stream: Writable & { columns?: number },
+    private readonly stream: TerminalStream,
     private readonly mode: ProgressMode,
     private readonly options: { color: boolean; intervalMs?: number },
   ) {
@@ -40,11 +73,31 @@ export class ProgressView {
     this.timer.unref();
   }
 
-  /** A last look, so every task's final state is shown once. */
+  /** A last look, so every task's final state is shown once; later output starts on a clean line. */
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    if (this.mode !== "off") this.tick();
+    if (this.mode === "off") return;
+    this.tick();
+    if (this.draw) {
+      this.draw.done();
+      this.draw = undefined;
+      // The cursor waits on the line after the frame, where a terminal may have echoed ^C.
+      this.stream.write("\r\x1b[2K");
+    }
+  }
+
+  /** The frame as it would be drawn now: at most the terminal's rows, each at most its columns. */
+  frame(records: readonly TaskRecord[] = this.records()): string[] {
+    const rows = frameRows(this.stream);
+    let shown: readonly TaskRecord[] = records;
+    const lines: string[] = [];
+    if (records.length > rows) {
+      shown = records.slice(records.length - (rows - 1));
+      lines.push(summary(records.slice(0, records.length - shown.length)));
+    }
+    for (const record of shown) lines.push(progressLine(record, this.options));
+    return fitWidth(lines, frameColumns(this.stream));
   }
 
   private records(): TaskRecord[] {
@@ -63,32 +116,8 @@ export class ProgressView {
       return;
     }
     if (records.length === 0) return;
-    const width = Math.max(20, (this.stream.columns || 120) - 1);
-    const shown = records.slice(-MAX_LINES);
-    const lines = shown.map((record) => clip(progressLine(record, this.options), width));
-    if (records.length > shown.length) lines.unshift(`… ${records.length - shown.length} earlier tasks`);
-    const erase = this.drawn > 0 ? `\x1b[${this.drawn}A\x1b[0J` : "";
-    this.stream.write(erase + lines.join("\n") + "\n");
-    this.drawn = lines.length;
+    // showCursor: a hidden cursor is restored only by an exit handler, and a crash would leave it hidden.
+    this.draw ??= createLogUpdate(this.stream, { showCursor: true });
+    this.draw(this.frame(records).join("\n"));
   }
-}
-
-/** Cut a line to the terminal width, counting visible characters only (colour codes are free). */
-function clip(line: string, width: number): string {
-  let visible = 0;
-  let out = "";
-  for (let i = 0; i < line.length; i++) {
-    if (line[i] === "\x1b") {
-      const end = line.indexOf("m", i);
-      if (end !== -1) {
-        out += line.slice(i, end + 1);
-        i = end;
-        continue;
-      }
-    }
-    if (visible >= width) return out + "\x1b[0m";
-    out += line[i];
-    visible++;
-  }
-  return out;
 }

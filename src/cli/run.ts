@@ -2,41 +2,39 @@
 // --json, all three channels). Exit 0 when the program succeeded, 1 when it failed, 2 for usage.
 import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { parseArgs, parseDuration, UsageError } from "./args.js";
+import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, parseDuration, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { loadConfig } from "./config.js";
-import { EXIT_FAILED, EXIT_OK, line, readAll, write, writeOutput, type Io } from "./io.js";
+import { text } from "node:stream/consumers";
+import { EXIT_FAILED, EXIT_OK, line, useColor, write, writeOutput, type Io } from "./io.js";
 import { SESSION_NAME } from "../codemode/sessions.js";
 import { openRuntime } from "./runtime.js";
 import { ProgressView, progressMode } from "./progress.js";
 
-export const RUN_HELP = `Usage: codemode run <file|-> [--json] [--timeout <duration>] [--session <name>]
+const RUN_FLAGS = {
+  json: { type: "boolean", short: "j", description: "print all three channels as JSON: content, structuredContent, details" },
+  timeout: { type: "string", value: "<duration>", short: "t", description: "wall-clock deadline: 5000, 5000ms, 30s or 2m (default 30s, at most 600s)" },
+  session: { type: "string", value: "<name>", short: "s", description: "share store()/load() values with earlier runs of this session (kept in the data dir, <dataDir>/sessions/<name>.json)" },
+  config: CONFIG_FLAG,
+  help: HELP_FLAG,
+} satisfies FlagTable;
 
-Runs a codemode program (JavaScript; top-level await; tools.* bindings) with the tools configured
+export const RUN_HELP = commandHelp({
+  usage: `codemode run <file|-> ${usageFlags(RUN_FLAGS)}`,
+  about: `Runs a codemode program (JavaScript; top-level await; tools.* bindings) with the tools configured
 in ./codemode.json and prints what the program printed with text() (its "content").
-
-  <file|->             the program file, or - to read it from stdin
-  --json               print all three channels as JSON: content, structuredContent, details
-  --timeout <duration> wall-clock deadline: 5000, 5000ms, 30s or 2m (default 30s, at most 600s)
-  --session <name>     share store()/load() values with earlier runs of this session (kept in
-                       the data dir, <dataDir>/sessions/<name>.json)
-  --config <file>      the configuration to use instead of ./codemode.json
-
-While subagents run and stderr is a terminal, their progress is shown there (one line per task:
+<file|-> is the program file, or - to read it from stdin.`,
+  flags: RUN_FLAGS,
+  notes: `While subagents run and stderr is a terminal, their progress is shown there (one line per task:
 status, label, output bytes, time, usage). CODEMODE_PROGRESS=0 turns it off; CODEMODE_PROGRESS=1
-prints a line per status change even when stderr is not a terminal.
+prints a line per status change even when stderr is not a terminal. FORCE_COLOR and NO_COLOR
+are honoured.
 
-Exit codes: 0 the program succeeded, 1 it failed (the failure is printed on stderr), 2 usage error.
-`;
+Exit codes: 0 the program succeeded, 1 it failed (the failure is printed on stderr), 2 usage error.`,
+});
 
 
 export async function runCommand(argv: readonly string[], io: Io): Promise<number> {
-  const { flags, positionals } = parseArgs("codemode run", argv, {
-    json: { type: "boolean" },
-    timeout: { type: "string", value: "<duration>" },
-    session: { type: "string", value: "<name>" },
-    config: { type: "string", value: "<file>" },
-    help: { type: "boolean" },
-  });
+  const { flags, positionals } = parseArgs("codemode run", argv, RUN_FLAGS);
   if (flags.help) {
     await write(io.stdout, RUN_HELP);
     return EXIT_OK;
@@ -51,7 +49,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
 
   const source = positionals[0]!;
   let code: string;
-  if (source === "-") code = await readAll(io.stdin);
+  if (source === "-") code = await text(io.stdin);
   else {
     const file = resolve(io.cwd, source);
     let isFile = false;
@@ -69,7 +67,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
   const runtime = await openRuntime(config, io.cwd);
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
-    const progress = new ProgressView(runtime.cm.tasks, io.stderr, progressMode(io.stderr, io.env), { color: io.stderr.isTTY === true && !io.env.NO_COLOR });
+    const progress = new ProgressView(runtime.cm.tasks, io.stderr, progressMode(io.stderr, io.env), { color: useColor(io.stderr, io.env) });
     progress.start();
     // Ctrl-C aborts the program (pending tool calls are cancelled, its subagents stopped when the
     // runtime closes) and still prints what it had; a second Ctrl-C exits at once.

@@ -1,7 +1,8 @@
 // One codemode instance as the CLI and the MCP server use it: the configuration's limits and data
 // dir, the workspace toolset, and the tools of upstream MCP servers.
 import { homedir } from "node:os";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { createCodemode, type Codemode, type CodemodeOptions } from "../codemode/codemode.js";
 import { connectUpstreams, type Upstreams } from "../mcp/upstream.js";
 import type { Tool } from "../tools/index.js";
@@ -27,7 +28,7 @@ export interface RuntimeOptions {
   workspaceRoot?: string | null;
   /** Keep tasks and sessions in the configuration's data dir (default true); false: in memory. */
   persist?: boolean;
-  /** Declarations budgets (`CodemodeOptions.declarations`), e.g. from `codemode mcp --declarations-budget`. */
+  /** Declarations budgets (`CodemodeOptions.declarations`), e.g. from `codemode mcp --declarations-budget`; over the configuration's. */
   declarations?: CodemodeOptions["declarations"];
 }
 
@@ -51,10 +52,12 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
       limits: config.limits,
       // An upstream tool is read-only only when its server (or this configuration) declares it so.
       readOnlyTools: upstreams.readOnlyTools,
+      // A program calling a server that did not start is told why.
+      unavailableTools: upstreams.unavailable,
       // The working directory is always a root; the configuration may add more.
       tasks: { ...(config.tasks.maxOutputBytes !== undefined ? { maxOutputBytes: config.tasks.maxOutputBytes } : {}), ...(config.tasks.cwdRoots ? { cwdRoots: [cwd, ...config.tasks.cwdRoots] } : {}) },
       ...(options.warm === false ? { workers: { min: 0 } } : {}),
-      ...(options.declarations ? { declarations: options.declarations } : {}),
+      declarations: { ...config.declarations, ...options.declarations },
     });
   } catch (error) {
     await upstreams.close();
@@ -64,7 +67,8 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
     cm,
     upstreams,
     boundToolIds: new Set(tools.map((tool) => tool.id)),
-    warnings: [...upstreams.warnings],
+    // Agent files that do not load are skipped: said once, and only the agent itself fails.
+    warnings: [...upstreams.warnings, ...legacyDataDir(config, dataDir), ...cm.tasks.agents.problems.map((problem) => `${problem.message}; the agent "${problem.name}" is not available until it is fixed`)],
     close: async () => {
       try {
         await cm.close();
@@ -87,4 +91,15 @@ function dataDirOf(dir: string): string {
     if (code === "EROFS" || code === "EACCES" || code === "EPERM") return dir;
     throw error;
   }
+}
+
+/**
+ * The default data dir moved from .codemode to .codemode/state (state apart from the committed
+ * agents): tasks and sessions an earlier version kept there are pointed at, never lost silently.
+ */
+function legacyDataDir(config: CodemodeConfig, dataDir: string | undefined): string[] {
+  if (config.dataDirGiven || dataDir === undefined) return [];
+  const old = dirname(dataDir);
+  if (!existsSync(join(old, "tasks.db")) && !existsSync(join(old, "sessions"))) return [];
+  return [`${old} holds tasks or sessions of an earlier codemode, whose default data dir it was; the default is now ${dataDir}. To keep using them, set "dataDir": ".codemode" in codemode.json (or move them)`];
 }

@@ -4,8 +4,11 @@
 // stop reason, report): each passes through forTerminal before it is styled, so the only escape
 // sequences in what these return are their own colours.
 import Table from "cli-table3";
+import cliTruncate from "cli-truncate";
+import stringWidth from "string-width";
 import pc from "picocolors";
 import type { TaskRecord, TaskStatus, Usage } from "../tasks/index.js";
+import { formatBytes, formatDuration } from "../text.js";
 import { forTerminal as shown } from "./io.js";
 
 export type Colors = ReturnType<typeof pc.createColors>;
@@ -31,23 +34,19 @@ export function paint(c: Colors, status: TaskStatus): string {
   }
 }
 
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+/** Whether a record's usage has anything besides turns: agents that count no tokens (scripts, commands) show none. */
+export function hasTokens(usage: Usage | undefined): boolean {
+  return usage !== undefined && (usage.input > 0 || usage.output > 0 || usage.cost > 0);
 }
 
-export function formatDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
-  const minutes = Math.floor(ms / 60_000);
-  return `${minutes}m${String(Math.round((ms % 60_000) / 1000)).padStart(2, "0")}s`;
-}
-
-/** `in 1200 · out 340 · $0.0084 · 3 turns`, or "—" where the host recorded no usage (yet). */
+/** `in 1200 · out 340 · $0.0084 · 3 turns` (tokens and cost only where some were counted), or "—" where the host recorded no usage (yet). */
 export function formatUsage(usage: Usage | undefined): string {
   if (!usage) return "—";
-  return shown(`in ${usage.input} · out ${usage.output} · $${usage.cost.toFixed(4)} · ${usage.turns} turn${usage.turns === 1 ? "" : "s"}`);
+  const parts: string[] = [];
+  if (usage.input > 0 || usage.output > 0) parts.push(`in ${usage.input} · out ${usage.output}`);
+  if (usage.cost > 0) parts.push(`$${usage.cost.toFixed(4)}`);
+  parts.push(`${usage.turns} turn${usage.turns === 1 ? "" : "s"}`);
+  return shown(parts.join(" · "));
 }
 
 function elapsed(record: TaskRecord, now: number): string {
@@ -55,24 +54,36 @@ function elapsed(record: TaskRecord, now: number): string {
   return formatDuration((record.endedAt ?? now) - record.startedAt);
 }
 
-/** One line of at most `max` characters, its control characters made visible. */
+/**
+ * `text` in at most `columns` terminal columns (a CJK character or an emoji takes two; colours
+ * take none), cut with "…". cli-truncate can land one column over when the cut falls on a wide
+ * character, so it is asked again for one less.
+ */
+export function truncateColumns(text: string, columns: number): string {
+  let out = cliTruncate(text, columns);
+  for (let room = columns - 1; stringWidth(out) > columns && room > 0; room--) out = cliTruncate(text, room);
+  return out;
+}
+
+/** One line of at most `max` terminal columns, its control characters made visible. */
 function cut(text: string, max: number): string {
-  const flat = shown(text.replace(/\s+/g, " ").trim());
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  return truncateColumns(shown(text.replace(/\s+/g, " ").trim()), max);
 }
 
 /** The task table: one row per record, oldest first, as `ptc_task_list` details hold them. */
 export function renderTaskTable(records: readonly TaskRecord[], options: { color: boolean; now?: number }): string {
   const c = colors(options.color);
   const now = options.now ?? Date.now();
+  // Usage is a column only when some task counted tokens or cost: turns alone are noise.
+  const usage = records.some((r) => hasTokens(r.usage));
   const table = new Table({
-    head: ["id", "status", "agent", "label", "depth", "output", "time", "usage", "note"].map((h) => c.bold(h)),
+    head: ["id", "status", "agent", "label", "depth", "output", "time", ...(usage ? ["usage"] : []), "note"].map((h) => c.bold(h)),
     style: { head: [], border: [], compact: true, "padding-left": 0, "padding-right": 0 },
     chars: { top: "", "top-mid": "", "top-left": "", "top-right": "", bottom: "", "bottom-mid": "", "bottom-left": "", "bottom-right": "", left: "", "left-mid": "", mid: "", "mid-mid": "", right: "", "right-mid": "", middle: "  " },
   });
   for (const r of records) {
     const note = r.lostReason ? `${r.lostReason}${r.errorMessage ? `: ${r.errorMessage}` : ""}` : (r.errorMessage ?? r.report?.summary ?? "");
-    table.push([shown(r.id), paint(c, r.status), shown(r.agent), cut(r.label, 30), String(r.depth), formatBytes(r.outputBytes), elapsed(r, now), formatUsage(r.usage), cut(note, 60)]);
+    table.push([shown(r.id), paint(c, r.status), shown(r.agent), cut(r.label, 30), String(r.depth), formatBytes(r.outputBytes), elapsed(r, now), ...(usage ? [formatUsage(r.usage)] : []), cut(note, 60)]);
   }
   return table
     .toString()
@@ -105,12 +116,12 @@ export function renderTaskHeader(r: TaskRecord, options: { color: boolean; now?:
   return lines.join("\n");
 }
 
-/** One live progress line: status, label, bytes, usage. */
+/** One live progress line: status, label, bytes, time, and usage when the agent counts tokens. */
 export function progressLine(r: TaskRecord, options: { color: boolean; now?: number }): string {
   const c = colors(options.color);
   const label = cut(r.label === r.agent ? r.agent : `${r.label} (${r.agent})`, 120);
   const parts = [`${"  ".repeat(r.depth > 0 ? r.depth - 1 : 0)}${paint(c, r.status)}`, label, formatBytes(r.outputBytes), elapsed(r, options.now ?? Date.now())];
-  if (r.usage) parts.push(formatUsage(r.usage));
+  if (hasTokens(r.usage)) parts.push(formatUsage(r.usage));
   if (r.errorMessage) parts.push(c.red(cut(r.errorMessage, 80)));
   return parts.join("  ");
 }

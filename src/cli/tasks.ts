@@ -4,34 +4,46 @@ import { closeSync } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
 import { openRegular, readAt } from "../safe-fs.js";
 import { TASK_STATUSES, type TaskRecord } from "../tasks/index.js";
-import { parseArgs, parseDuration, UsageError } from "./args.js";
+import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, parseDuration, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { loadConfig } from "./config.js";
-import { EXIT_FAILED, EXIT_OK, write, writeOutput, writeStyled, type Io } from "./io.js";
+import { EXIT_FAILED, EXIT_OK, useColor, write, writeOutput, writeStyled, type Io } from "./io.js";
+import { fitWidth, frameColumns, frameRows, type TerminalStream } from "./progress.js";
+import { createLogUpdate } from "log-update";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { renderTaskHeader, renderTaskTable } from "./task-view.js";
 
-export const TASKS_HELP = `Usage: codemode tasks [--status <s,…>] [--limit <n>] [--watch] [--interval <duration>] [--json] [--config <file>]
+const TASKS_FLAGS = {
+  status: { type: "string", value: "<s,…>", list: true, description: `only these statuses: ${TASK_STATUSES.join(", ")}` },
+  limit: { type: "string", value: "<n>", short: "n", description: "the most recent n tasks (default 100)" },
+  watch: { type: "boolean", short: "w", description: "redraw in place every --interval (default 1s) until no task is queued or running" },
+  interval: { type: "string", value: "<duration>", description: "how often --watch redraws: 500ms, 2s" },
+  json: { type: "boolean", short: "j", description: "the task records as JSON (the tool's details)" },
+  config: CONFIG_FLAG,
+  help: HELP_FLAG,
+} satisfies FlagTable;
 
-Lists the subagent tasks in the data dir (oldest first): id, status, agent, label, depth, output
-bytes, time, host-counted usage and the error or report summary. Tasks whose host died while they
-ran are shown as lost.
+export const TASKS_HELP = commandHelp({
+  usage: `codemode tasks ${usageFlags(TASKS_FLAGS)}`,
+  about: `Lists the subagent tasks in the data dir (oldest first): id, status, agent, label, depth, output
+bytes, time, host-counted usage (for agents that count tokens) and the error or report summary.
+Tasks whose host died while they ran are shown as lost.`,
+  flags: TASKS_FLAGS,
+});
 
-  --status <s,…>        only these statuses: ${TASK_STATUSES.join(", ")}
-  --limit <n>           the most recent n tasks (default 100)
-  --watch               redraw every --interval (default 1s) until no task is queued or running
-  --json                the task records as JSON (the tool's details)
-`;
+const TASK_FLAGS = {
+  follow: { type: "boolean", short: "f", description: "keep printing output as it arrives until the task ends" },
+  json: { type: "boolean", short: "j", description: "the task record, output and report as JSON" },
+  config: CONFIG_FLAG,
+  help: HELP_FLAG,
+} satisfies FlagTable;
 
-export const TASK_HELP = `Usage: codemode task <id> [--follow] [--json] [--config <file>]
-
-Prints a task's output on stdout and its status, usage and report on stderr.
-
-  --follow   keep printing output as it arrives until the task ends
-  --json     the task record, output and report as JSON
-
-Exit code: 0 when the task succeeded or is still going, 1 when it failed, was canceled or lost,
-or the id is unknown.
-`;
+export const TASK_HELP = commandHelp({
+  usage: `codemode task <id> ${usageFlags(TASK_FLAGS)}`,
+  about: "Prints a task's output on stdout and its status, usage and report on stderr.",
+  flags: TASK_FLAGS,
+  notes: `Exit code: 0 when the task succeeded or is still going, 1 when it failed, was canceled or lost,
+or the id is unknown.`,
+});
 
 const ACTIVE = new Set(["queued", "running", "stopping"]);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -58,15 +70,7 @@ function failure(result: { content: Array<{ text: string }> }): Error {
 }
 
 export async function tasksCommand(argv: readonly string[], io: Io): Promise<number> {
-  const { flags, positionals } = parseArgs("codemode tasks", argv, {
-    status: { type: "string", value: "<s,…>", repeat: true },
-    limit: { type: "string", value: "<n>" },
-    watch: { type: "boolean" },
-    interval: { type: "string", value: "<duration>" },
-    json: { type: "boolean" },
-    config: { type: "string", value: "<file>" },
-    help: { type: "boolean" },
-  });
+  const { flags, positionals } = parseArgs("codemode tasks", argv, TASKS_FLAGS);
   if (flags.help) {
     await write(io.stdout, TASKS_HELP);
     return EXIT_OK;
@@ -92,11 +96,16 @@ export async function tasksCommand(argv: readonly string[], io: Io): Promise<num
       if (result.isError) throw failure(result);
       return result.details as ListDetails;
     };
-    const color = io.stdout.isTTY === true && !io.env.NO_COLOR;
-    const render = (list: ListDetails): string => {
+    const color = useColor(io.stdout, io.env);
+    const render = (list: ListDetails, rows = Infinity): string => {
       if (list.tasks.length === 0) return status ? `No ${status.join(" or ")} tasks.\n` : "No tasks yet. Programs start them with tools.ptc_subagent({ agent, task, background: true }).\n";
       const more = list.count > list.tasks.length ? `\n(${list.count} tasks match; showing the last ${list.tasks.length}: --limit shows more)` : "";
-      return `${renderTaskTable(list.tasks, { color })}${more}\n`;
+      // A terminal shows the newest rows that fit under the header, and says how many it left out.
+      const room = rows - 1 - (more ? 1 : 0);
+      if (list.tasks.length <= room) return `${renderTaskTable(list.tasks, { color })}${more}\n`;
+      const shown = list.tasks.slice(list.tasks.length - Math.max(1, room - 1));
+      const hidden = list.tasks.length - shown.length;
+      return `${renderTaskTable(shown, { color })}\n(… ${hidden} earlier task${hidden === 1 ? "" : "s"} above, not shown: the terminal has ${rows + 1} rows; --status narrows the list)${more}\n`;
     };
 
     let list = await read();
@@ -108,13 +117,27 @@ export async function tasksCommand(argv: readonly string[], io: Io): Promise<num
       await writeStyled(io.stdout, render(list));
       return EXIT_OK;
     }
-    // --watch: a TTY is redrawn in place; a pipe gets a new table whenever something changed.
+    // --watch: a terminal is redrawn in place by log-update, never taller than it is (so no
+    // frame is pushed into the scrollback) and cut to its width; a pipe gets a new table
+    // whenever something changed.
+    if (io.stdout.isTTY) {
+      const stream = io.stdout as TerminalStream;
+      const draw = createLogUpdate(stream, { showCursor: true });
+      try {
+        for (;;) {
+          draw(fitWidth(render(list, frameRows(stream)).trimEnd().split("\n"), frameColumns(stream)).join("\n"));
+          if (!list.tasks.some((t) => ACTIVE.has(t.status))) return EXIT_OK;
+          await sleep(interval);
+          list = await read();
+        }
+      } finally {
+        draw.done();
+      }
+    }
     let last = "";
     for (;;) {
-      const text = render(list);
       const fingerprint = JSON.stringify(list.tasks.map((t) => [t.id, t.status, t.outputBytes]));
-      if (io.stdout.isTTY) await writeStyled(io.stdout, `\x1b[H\x1b[2J${text}`);
-      else if (fingerprint !== last) await writeStyled(io.stdout, (last === "" ? "" : "\n") + text);
+      if (fingerprint !== last) await writeStyled(io.stdout, (last === "" ? "" : "\n") + render(list));
       last = fingerprint;
       if (!list.tasks.some((t) => ACTIVE.has(t.status))) return EXIT_OK;
       await sleep(interval);
@@ -133,12 +156,7 @@ interface OutputResult {
 }
 
 export async function taskCommand(argv: readonly string[], io: Io): Promise<number> {
-  const { flags, positionals } = parseArgs("codemode task", argv, {
-    follow: { type: "boolean" },
-    json: { type: "boolean" },
-    config: { type: "string", value: "<file>" },
-    help: { type: "boolean" },
-  });
+  const { flags, positionals } = parseArgs("codemode task", argv, TASK_FLAGS);
   if (flags.help) {
     await write(io.stdout, TASK_HELP);
     return EXIT_OK;
@@ -188,7 +206,7 @@ export async function taskCommand(argv: readonly string[], io: Io): Promise<numb
       }
     }
     if (io.stdout.isTTY && page.out.output_bytes > 0 && last !== "\n") await writeOutput(io.stdout, "\n");
-    const color = io.stderr.isTTY === true && !io.env.NO_COLOR;
+    const color = useColor(io.stderr, io.env);
     const none = page.out.output_bytes > 0 ? "" : "(no output)\n";
     await writeStyled(io.stderr, `${none}${renderTaskHeader(page.record, { color })}\n`);
     return ["failed", "canceled", "lost"].includes(page.out.status) ? EXIT_FAILED : EXIT_OK;

@@ -6,17 +6,23 @@ import { resolve } from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { formatBytes } from "../text.js";
 import { formatProblems, MAX_WORKFLOW_BYTES, parseWorkflow, validateWorkflow, type NodeLine, type WorkflowPlan, type WorkflowProblem } from "../workflow/index.js";
-import { parseArgs, UsageError } from "./args.js";
+import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { loadConfig } from "./config.js";
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, line, write, type Io } from "./io.js";
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, line, useColor, write, type Io } from "./io.js";
 import { ProgressView, progressMode } from "./progress.js";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { formatUsage } from "./task-view.js";
 
-export const WORKFLOW_HELP = `Usage: codemode workflow validate <file> [--input <name>=<value>]… [--json] [--config <file>]
-       codemode workflow run <file> [--input <name>=<value>]… [--json] [--config <file>]
+const WORKFLOW_FLAGS = {
+  input: { type: "string", value: "<name>=<value>", repeat: true, description: "a value for an input (repeat for each); a string, or a number or boolean when the input's default is one" },
+  json: { type: "boolean", short: "j", description: "print the structured result instead (validate: { valid, errors, warnings }; run: { task_id, status, outputs, nodes, usage, warnings })" },
+  config: CONFIG_FLAG,
+  help: HELP_FLAG,
+} satisfies FlagTable;
 
-A workflow is a YAML (or JSON) graph of tool and agent nodes whose params read earlier nodes'
+export const WORKFLOW_HELP = commandHelp({
+  usage: [`codemode workflow validate <file> ${usageFlags(WORKFLOW_FLAGS)}`, `codemode workflow run <file> ${usageFlags(WORKFLOW_FLAGS)}`],
+  about: `A workflow is a YAML (or JSON) graph of tool and agent nodes whose params read earlier nodes'
 outputs with {{ .nodes.<id>.output.<path> }}; see docs/workflows.md.
 
   validate   check it against the configured tools and agents, references against the result
@@ -25,14 +31,9 @@ outputs with {{ .nodes.<id>.output.<path> }}; see docs/workflows.md.
   run        validate, then run it as a task: a line per node on stdout as it finishes, then the
              output of the nodes nothing depends on. Subagents' progress is shown live on stderr
              when it is a terminal (as for run). Ctrl-C stops the workflow and its running nodes.
-             Exit 0 when every node succeeded, 1 otherwise.
-
-  --input <name>=<value>  a value for an input (repeat for each); a string, or a number or
-                          boolean when the input's default is one
-  --json                  print the structured result instead (validate: { valid, errors,
-                          warnings }; run: { task_id, status, outputs, nodes, usage, warnings })
-  --config <file>         the configuration to use instead of ./codemode.json
-`;
+             Exit 0 when every node succeeded, 1 otherwise.`,
+  flags: WORKFLOW_FLAGS,
+});
 
 const POLL_MS = 50;
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
@@ -45,8 +46,7 @@ export async function workflowCommand(argv: readonly string[], io: Io): Promise<
   }
   if (sub !== "validate" && sub !== "run") throw new UsageError(`codemode workflow: unknown subcommand "${sub}"; use "validate" or "run"`);
   const command = `codemode workflow ${sub}`;
-  const { raw: rawInputs, rest: others } = takeInputs(command, rest);
-  const { flags, positionals } = parseArgs(command, others, { json: { type: "boolean" }, config: { type: "string", value: "<file>" }, help: { type: "boolean" } });
+  const { flags, positionals } = parseArgs(command, rest, WORKFLOW_FLAGS);
   if (flags.help) {
     await write(io.stdout, WORKFLOW_HELP);
     return EXIT_OK;
@@ -54,7 +54,7 @@ export async function workflowCommand(argv: readonly string[], io: Io): Promise<
   if (positionals.length !== 1) throw new UsageError(`${command}: expected one workflow file, got ${positionals.length === 0 ? "none" : positionals.join(" ")}`);
   const file = positionals[0]!;
   const text = readWorkflowFile(command, resolve(io.cwd, file), file);
-  const inputs = coerceInputs(command, rawInputs, text);
+  const inputs = coerceInputs(command, namedInputs(command, (flags.input as string[] | undefined) ?? []), text);
 
   const runtime = await openRuntime(loadConfig(io.cwd, flags.config as string | undefined), io.cwd, { warm: sub === "run" });
   try {
@@ -80,29 +80,17 @@ export async function workflowCommand(argv: readonly string[], io: Io): Promise<
   }
 }
 
-/** `--input name=value` may repeat and its value may hold commas, so it is taken out before parseArgs. */
-function takeInputs(command: string, argv: readonly string[]): { raw: Array<[string, string]>; rest: string[] } {
+/** `--input name=value`, repeated: each value kept whole (it may hold commas or more `=`). */
+function namedInputs(command: string, values: readonly string[]): Array<[string, string]> {
   const raw: Array<[string, string]> = [];
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    let value: string | undefined;
-    if (arg === "--input") {
-      value = argv[++i];
-      if (value === undefined) throw new UsageError(`${command}: --input needs a value <name>=<value>`);
-    } else if (arg.startsWith("--input=")) {
-      value = arg.slice("--input=".length);
-    } else {
-      rest.push(arg);
-      continue;
-    }
+  for (const value of values) {
     const eq = value.indexOf("=");
     if (eq <= 0) throw new UsageError(`${command}: --input must be <name>=<value>, got "${value}"`);
     const name = value.slice(0, eq);
     if (raw.some(([n]) => n === name)) throw new UsageError(`${command}: --input ${name} given twice`);
     raw.push([name, value.slice(eq + 1)]);
   }
-  return { raw, rest };
+  return raw;
 }
 
 function readWorkflowFile(command: string, path: string, shown: string): string {
@@ -161,7 +149,7 @@ async function runAndFollow(runtime: Runtime, io: Io, text: string, inputs: Reco
   }
   const id = handle.task_id;
   const mode = progressMode(io.stderr, io.env);
-  const progress = new ProgressView(host, io.stderr, mode, { color: io.stderr.isTTY === true && !io.env.NO_COLOR });
+  const progress = new ProgressView(host, io.stderr, mode, { color: useColor(io.stderr, io.env) });
   // A progress view redraws its lines in place: node lines written to the same terminal between
   // two redraws would be erased, so there they are printed once the view has stopped.
   const deferLines = mode === "tty" && io.stdout.isTTY === true;

@@ -84,7 +84,16 @@ export interface CodemodeOptions {
    * `declarations: true` may carry (24,000). Past a budget tools are listed by name and one line.
    */
   declarations?: { prompt?: number; search?: number };
+  /**
+   * Top-level names of tools that could not be bound, each with why (connectUpstreams'
+   * `unavailable`: servers that failed to start): a program calling `tools.<name>…` gets that
+   * reason instead of "not a tool".
+   */
+  unavailableTools?: Readonly<Record<string, string>>;
 }
+
+/** The smallest declarations budget: room for the notes and a few tools. */
+export const MIN_DECLARATIONS_BUDGET = 256;
 
 /** The default declarations budgets (bytes) per reader; see `CodemodeOptions.declarations`. */
 export const DEFAULT_DECLARATIONS_BUDGETS: Readonly<{ prompt: number; search: number }> = Object.freeze({ prompt: 8_000, search: 24_000 });
@@ -208,6 +217,7 @@ export class Codemode {
         },
         ...(traced ? { trace: traced.scope } : {}),
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        ...(this.options.unavailableTools ? { unavailable: this.options.unavailableTools as Record<string, string> } : {}),
       },
       {
         runId,
@@ -342,6 +352,10 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     throw new TypeError(`options.tracer must be an OpenTelemetry Tracer (e.g. trace.getTracer("my-app") from @opentelemetry/api), got ${describe(options.tracer)}`);
   }
   checkDeclarationBudgets(options.declarations);
+  const unavailable = options.unavailableTools;
+  if (unavailable !== undefined && (unavailable === null || typeof unavailable !== "object" || Array.isArray(unavailable) || Object.values(unavailable).some((why) => typeof why !== "string"))) {
+    throw new TypeError(`options.unavailableTools must be an object { "<name>": "<why it is not bound>" }, got ${describe(unavailable)}`);
+  }
   const workers = options.workers ?? {};
   for (const key of ["max", "min"] as const) {
     const value = workers[key];
@@ -433,8 +447,8 @@ function checkDeclarationBudgets(value: CodemodeOptions["declarations"]): void {
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError(`options.declarations must be an object { prompt?, search? } of byte budgets, got ${describe(value)}`);
   for (const [key, bytes] of Object.entries(value)) {
     if (key !== "prompt" && key !== "search") throw new TypeError(`options.declarations.${key} is not a declarations budget; known: prompt, search`);
-    if (bytes !== undefined && bytes !== Infinity && (!Number.isInteger(bytes) || bytes < 256)) {
-      throw new RangeError(`options.declarations.${key} must be an integer number of bytes ≥ 256 (or Infinity), got ${describe(bytes)}`);
+    if (bytes !== undefined && bytes !== Infinity && (!Number.isInteger(bytes) || bytes < MIN_DECLARATIONS_BUDGET)) {
+      throw new RangeError(`options.declarations.${key} must be an integer number of bytes ≥ ${MIN_DECLARATIONS_BUDGET} (or Infinity), got ${describe(bytes)}`);
     }
   }
 }

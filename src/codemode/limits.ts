@@ -50,7 +50,8 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
  */
 export const MAX_STACK_BYTES = 4 * 1024 * 1024;
 
-const RANGES: Record<keyof Limits, [min: number, max: number]> = {
+/** The range of each limit (inclusive); the configuration file's schema is built from it too. */
+export const LIMIT_RANGES: Readonly<Record<keyof Limits, readonly [min: number, max: number]>> = {
   timeoutMs: [1, 600_000],
   memoryBytes: [8 * 1024 * 1024, 2 * 1024 * 1024 * 1024],
   stackBytes: [64 * 1024, MAX_STACK_BYTES],
@@ -72,11 +73,11 @@ export function checkLimits(value: unknown, where: string): Partial<Limits> {
   }
   const result: Partial<Limits> = {};
   for (const [key, raw] of Object.entries(value)) {
-    if (!Object.hasOwn(RANGES, key)) {
-      throw new TypeError(`${where}.${key} is not a limit; known limits: ${Object.keys(RANGES).join(", ")}`);
+    if (!Object.hasOwn(LIMIT_RANGES, key)) {
+      throw new TypeError(`${where}.${key} is not a limit; known limits: ${Object.keys(LIMIT_RANGES).join(", ")}`);
     }
     if (raw === undefined) continue;
-    const [min, max] = RANGES[key as keyof Limits];
+    const [min, max] = LIMIT_RANGES[key as keyof Limits];
     if (typeof raw !== "number" || !Number.isInteger(raw) || raw < min || raw > max) {
       throw new RangeError(`${where}.${key} must be an integer from ${min} to ${max}, got ${describe(raw)}`);
     }

@@ -42,6 +42,8 @@ export interface RunEnvironment {
   trace?: TraceScope;
   /** Sees text() output as the program flushes it, while it runs (progress for a client). */
   onOutput?: (chunks: readonly string[]) => void;
+  /** Names not bound, with why: `CodemodeOptions.unavailableTools`. */
+  unavailable?: Record<string, string>;
 }
 
 export interface RunSettings {
@@ -132,6 +134,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
         limits: engineLimits(limits),
         deadline: 0,
         tools: [...env.tools.keys()],
+        ...(env.unavailable ? { unavailable: env.unavailable } : {}),
         globals: settings.globals,
         store: Object.fromEntries(env.store),
       },

@@ -451,7 +451,7 @@ export class GuestRun {
         this.clearTimer(context.getNumber(args[1]));
         return undefined;
       case "unknownTool":
-        return this.guestString(unknownToolMessage(this.request.tools, context.getString(args[1]), this.jsonArg(args[2])));
+        return this.guestString(unknownToolMessage(this.request.tools, context.getString(args[1]), this.jsonArg(args[2]), this.request.unavailable));
       case "reentrant":
         return context.newString(
           `tools.${context.getString(args[1])}() was called while the arguments of tools.${context.getString(args[2])}() were being converted to JSON (by a toJSON method or a getter); compute the values first and pass plain data`,
@@ -674,7 +674,8 @@ function compactPrelude(source: string): string {
 /** Longest unknown tool name that is matched against the real names and shown whole. */
 const UNKNOWN_NAME_CHARS = 200;
 
-function unknownToolMessage(paths: readonly string[], prefix: string, key: string): string {
+function unknownToolMessage(paths: readonly string[], prefix: string, key: string, unavailable?: Record<string, string>): string {
+  if (prefix === "" && unavailable !== undefined && Object.hasOwn(unavailable, key)) return `tools.${key} is not available: ${unavailable[key]}`;
   const names = new Set<string>();
   for (const path of paths) {
     const dot = path.indexOf(".");

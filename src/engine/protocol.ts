@@ -32,6 +32,8 @@ export interface RunRequest {
   deadline: number;
   /** Tool paths as the guest reaches them: "name" or "namespace.name". */
   tools: string[];
+  /** Names that are not bound, with why (an MCP server that failed to start): reaching one says so. */
+  unavailable?: Record<string, string>;
   /** Read-only globals the program sees (e.g. `task` for a script agent), as JSON values. */
   globals: Record<string, unknown>;
   /** The session's stored values as JSON strings. */

@@ -1,7 +1,7 @@
 // The runtime's task tools — ptc_subagent, ptc_task_wait, ptc_task_list, ptc_task_output,
 // ptc_task_stop — defined with defineTool over a TaskHost: their inputs, their compact and full
 // views, and the text a model reads (docs/tasks.md).
-import { headChars, takeTail } from "../text.js";
+import { headChars, summaryLine, takeTail } from "../text.js";
 import { z } from "zod";
 import { defineTool, pinnedText, ToolError, type PinnedText, type Tool, type ToolContext } from "../tools/index.js";
 import { isTerminal, TaskError, TaskHost, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type TaskRecord, type TaskStatus } from "../tasks/index.js";
@@ -96,6 +96,25 @@ function reportText(report: SnakeRecord["report"], recordUsage: SnakeRecord["usa
   return lines;
 }
 
+/** Agents listed by name in ptc_subagent's description, and the characters of each one's line. */
+const LISTED_AGENTS = 30;
+const AGENT_LINE_CHARS = 100;
+
+/**
+ * The agents a model can spawn, one line each (name, driver, read-only, what it does), so it can
+ * choose one without a failed call; past LISTED_AGENTS by name only.
+ */
+function agentList(host: TaskHost): string {
+  const agents = host.agents.list();
+  const broken = host.agents.problems.map((problem) => problem.name);
+  if (agents.length === 0 && broken.length === 0) return "\n\nNo agents are defined.";
+  const lines = agents.slice(0, LISTED_AGENTS).map((agent) => `- ${agent.name} (${agent.driver}${agent.readOnly ? ", read-only" : ""}): ${summaryLine(agent.description, AGENT_LINE_CHARS)}`);
+  const rest = agents.slice(LISTED_AGENTS).map((agent) => agent.name);
+  if (rest.length > 0) lines.push(`- also: ${rest.join(", ")}`);
+  if (broken.length > 0) lines.push(`Not loaded (their files have errors): ${broken.join(", ")}`);
+  return `\n\nAgents:\n${lines.join("\n")}`;
+}
+
 export function ptcSubagentTool(host: TaskHost): Tool {
   const compact = z.object({
     task_id: z.string().optional().describe("Only for a background spawn: wait for it with ptc_task_wait"),
@@ -112,8 +131,7 @@ export function ptcSubagentTool(host: TaskHost): Tool {
     title: "Run a subagent",
     // A command agent is a process that may do anything its CLI does.
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-    description:
-      "Spawn a subagent on a task. Foreground (default) waits and returns its result; background: true returns a task_id at once (status running or queued); wait for it with ptc_task_wait. A failed foreground child rejects with its task id.",
+    description: `Spawn a subagent on a task. Foreground (default) waits and returns its result; background: true returns a task_id at once (status running or queued); wait for it with ptc_task_wait. A failed foreground child rejects with its task id.${agentList(host)}`,
     input: z.object({
       agent: z.string().min(1).describe("Agent name"),
       task: z.string().min(1).refine((text) => text.trim().length > 0, "must contain text, not only whitespace").describe("What the subagent should do"),

@@ -1,5 +1,5 @@
 // The script driver's runner: runs a script agent's program in the codemode runtime with only the
-// tools its definition allows.
+// tools its definition allows, streaming its text() output into the task's log in batches.
 import type { ScriptRunner } from "../tasks/index.js";
 import type { Tool } from "../tools/index.js";
 import type { TraceScope } from "../tracing.js";
@@ -18,11 +18,13 @@ export interface ProgramHost {
       globals?: Record<string, unknown>;
       allowTools?: (path: string, tool: Tool) => boolean;
       ephemeralSession?: boolean;
+      onOutput?: (chunks: readonly string[]) => void;
       trace?: TraceScope;
     },
   ): Promise<{
     content: Array<{ type: "text"; text: string }>;
-    structuredContent: { status: "ok" | "error"; error?: { kind: string; message: string } };
+    structuredContent: { status: "ok" | "error"; error?: { kind: string; message: string; line?: number; column?: number; hint?: string } };
+    details: { warnings: string[] };
   }>;
 }
 
@@ -38,6 +40,14 @@ export interface ScriptRunnerOptions {
 const TASK_READ_TOOLS = ["ptc_task_list", "ptc_task_output", "ptc_task_wait", "tool_info", "tool_search"];
 /** Spawning and stopping change the world; a read-only child could escape its tier through a writable subagent. */
 const TASK_WRITE_TOOLS = ["ptc_subagent", "ptc_task_stop"];
+
+/**
+ * A script's text() output reaches its task log in batches: what the engine flushed (before each
+ * tool call, whenever the program waits) is held for up to this long, or this many bytes, so a
+ * program printing between thousands of fast calls costs the log a write per batch, not per call.
+ */
+const LOG_BATCH_MS = 100;
+const LOG_BATCH_CHARS = 64 * 1024;
 
 /**
  * The script driver's runner over a codemode runtime: the agent's program runs in a sandbox run of
@@ -62,20 +72,55 @@ export function codemodeScriptRunner(host: ProgramHost, options: ScriptRunnerOpt
       if (!allowed.has(path) && !allowed.has(tool.id)) return false;
       return !o.readOnly || toolListed(readOnly, tool);
     };
-    const run = await host.runInternal(code, {
-      signal: o.signal,
-      session: `task-${o.taskId}`,
-      // One run per task: its store is its own and ends with it (no file per task on the data dir).
-      ephemeralSession: true,
-      depth: o.depth,
-      taskId: o.taskId,
-      globals: { task: o.task },
-      allowTools,
-      ...(o.trace ? { trace: o.trace } : {}),
-    });
-    const output = run.content.map((c) => c.text).join("\n");
-    if (run.structuredContent.status === "ok") return { output, ok: true };
+    // The program's text() output streams into the log as it is flushed; pieces are joined by
+    // newlines, as in the run's own content.
+    let pending = "";
+    let pieces = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const drain = (): void => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      if (pending !== "") o.onText?.(pending);
+      pending = "";
+    };
+    const onOutput = o.onText
+      ? (chunks: readonly string[]): void => {
+          for (const chunk of chunks) pending += pieces++ === 0 ? chunk : `\n${chunk}`;
+          if (pending.length >= LOG_BATCH_CHARS) drain();
+          else if (timer === undefined && pending !== "") timer = setTimeout(drain, LOG_BATCH_MS).unref();
+        }
+      : undefined;
+    let run: Awaited<ReturnType<ProgramHost["runInternal"]>>;
+    try {
+      run = await host.runInternal(code, {
+        signal: o.signal,
+        session: `task-${o.taskId}`,
+        // One run per task: its store is its own and ends with it (no file per task on the data dir).
+        ephemeralSession: true,
+        depth: o.depth,
+        taskId: o.taskId,
+        globals: { task: o.task },
+        allowTools,
+        ...(onOutput ? { onOutput } : {}),
+        ...(o.trace ? { trace: o.trace } : {}),
+      });
+    } finally {
+      drain();
+    }
     const e = run.structuredContent.error;
+    const ok = run.structuredContent.status === "ok";
+    // Nothing printed: the run's own content is the output (a rendered return value, a failure
+    // with its receipt). Otherwise the log has the text already, and gets the failure and the
+    // warnings after it.
+    let output: string;
+    if (pieces === 0) output = run.content.map((c) => c.text).join("\n");
+    else {
+      const after: string[] = [];
+      if (e) after.push(`Script failed (${e.kind}): ${e.message}${e.line !== undefined ? ` (line ${e.line}, column ${e.column ?? 1})` : ""}${e.hint ? `\n${e.hint}` : ""}`);
+      if (run.details.warnings.length > 0) after.push(`Warnings:\n${run.details.warnings.map((w) => `- ${w}`).join("\n")}`);
+      output = after.length > 0 ? `\n\n${after.join("\n\n")}` : "";
+    }
+    if (ok) return { output, ok: true };
     return { output, ok: false, error: e ? `${e.kind}: ${e.message}` : "the program failed" };
   };
 }

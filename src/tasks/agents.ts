@@ -7,6 +7,7 @@ import { homedir } from "node:os";
 import { createRequire } from "node:module";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
+import { closestNames, isCloseName } from "../tools/identifiers.js";
 import { TaskError } from "./errors.js";
 import type { DriverKind } from "./types.js";
 import type { TraceScope } from "../tracing.js";
@@ -126,21 +127,30 @@ const codeAgentSchema = z.strictObject({
 
 export type AgentInput = z.input<typeof codeAgentSchema>;
 
-function issueText(where: string, issues: readonly z.core.$ZodIssue[]): string {
+/** Where a front-matter field is in its file: `line 5: ` (empty when unknown, e.g. agents from code). */
+type FieldLine = (path: readonly PropertyKey[], key?: boolean) => string;
+
+function issueText(where: string, issues: readonly z.core.$ZodIssue[], line: FieldLine = () => "", fields: readonly string[] = []): string {
   const parts = issues.map((issue) => {
     if (issue.code === "unrecognized_keys") {
-      return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${[...issue.path, k].join(".")}"`).join(", ")} (driver fields: ${DRIVER_FIELDS_HINT})`;
+      return issue.keys
+        .map((k) => {
+          const guess = closestNames(k, fields, 1)[0];
+          const hint = guess !== undefined && isCloseName(k, guess) ? `; did you mean "${guess}"?` : "";
+          return `${line([...issue.path, k], true)}unknown field "${[...issue.path, k].join(".")}"${hint} (driver fields: ${DRIVER_FIELDS_HINT})`;
+        })
+        .join("; ");
     }
     const field = issue.path.length ? issue.path.join(".") : "(front matter)";
-    return `field "${field}" ${issue.message.replace(/^Invalid (input|option): /, "")}`;
+    return `${line(issue.path)}field "${field}" ${issue.message.replace(/^Invalid (input|option): /, "")}`;
   });
   return `${where}: ${parts.join("; ")}`;
 }
 
 /** Per-driver requirements the schema cannot express field by field. */
-function checkDriverFields(where: string, def: AgentDefinition): void {
-  const fail = (msg: string): never => {
-    throw new TaskError("agent_invalid", `${where}: ${msg}`);
+function checkDriverFields(where: string, def: AgentDefinition, line: FieldLine = () => ""): void {
+  const fail = (msg: string, field?: string): never => {
+    throw new TaskError("agent_invalid", `${where}: ${field ? line([field]) : ""}${msg}`);
   };
   switch (def.driver) {
     case "script":
@@ -149,7 +159,7 @@ function checkDriverFields(where: string, def: AgentDefinition): void {
     case "command":
       if (!def.command?.length) fail(`field "command" is required for driver "command" (an argv list; "{task}" is replaced by the task)`);
       // The first element is the program: a task there would choose what runs.
-      if (def.command![0]!.includes("{task}")) fail(`field "command" must not put "{task}" in its first element (the program to run); pass the task as a later argument, after "--"`);
+      if (def.command![0]!.includes("{task}")) fail(`field "command" must not put "{task}" in its first element (the program to run); pass the task as a later argument, after "--"`, "command");
       break;
     case "openai":
       if (!def.model) fail(`field "model" is required for driver "openai"`);
@@ -187,30 +197,57 @@ function stripUndefined<T extends object>(o: T): Partial<T> {
 // Loaded when the first agent file is read: most runs never read one, and yaml is ~20 ms of a
 // cold start.
 let yaml: typeof import("yaml") | undefined;
-function parseYaml(text: string): unknown {
+function yamlLibrary(): typeof import("yaml") {
   yaml ??= createRequire(import.meta.url)("yaml") as typeof import("yaml");
-  return yaml.parse(text);
+  return yaml;
 }
 
 const FRONT_MATTER = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/;
 
-/** Parses one agent file: YAML front matter (via the `yaml` package) and a Markdown body. */
+/** Line (1-based) of an offset in `text`, counting from `first`. */
+function lineAt(text: string, offset: number, first: number): number {
+  let line = first;
+  for (let i = text.indexOf("\n"); i !== -1 && i < offset; i = text.indexOf("\n", i + 1)) line++;
+  return line;
+}
+
+/**
+ * Parses one agent file: YAML front matter (the `yaml` package's document, so every problem is
+ * placed at its line in the file) and a Markdown body.
+ */
 export function parseAgentFile(path: string, text?: string): AgentDefinition {
   const where = `agent file "${path}"`;
   const source = text ?? readFileSync(path, "utf8");
   const m = FRONT_MATTER.exec(source);
   if (!m) throw new TaskError("agent_invalid", `${where}: must start with YAML front matter between "---" lines (name, description, driver, …)`);
-  let data: unknown;
-  try {
-    data = parseYaml(m[1]!);
-  } catch (err) {
-    throw new TaskError("agent_invalid", `${where}: front matter is not valid YAML: ${(err as Error).message}`);
+  const front = m[1]!;
+  // The front matter starts on the file's second line, after the opening "---".
+  const FIRST_LINE = 2;
+  const doc = yamlLibrary().parseDocument(front, { prettyErrors: false });
+  const error = doc.errors[0];
+  if (error) {
+    const line = lineAt(front, error.pos[0], FIRST_LINE);
+    const message = error.message.replace(/ at line \d+, column \d+:?[\s\S]*$/, "").split("\n")[0]!;
+    throw new TaskError("agent_invalid", `${where}: line ${line}: front matter is not valid YAML: ${message}`);
   }
+  const data: unknown = doc.toJS();
   if (data === null || typeof data !== "object" || Array.isArray(data)) {
     throw new TaskError("agent_invalid", `${where}: front matter must be a YAML mapping of fields (name, description, driver, …)`);
   }
+  const fieldLine: FieldLine = (fieldPath, key) => {
+    let node: unknown;
+    if (key) {
+      const parent = fieldPath.length > 1 ? doc.getIn(fieldPath.slice(0, -1), true) : doc.contents;
+      const items = (parent as { items?: Array<{ key?: { value?: unknown; range?: number[] } }> } | null)?.items;
+      node = items?.find((pair) => pair.key?.value === fieldPath.at(-1))?.key;
+    } else {
+      node = fieldPath.length === 0 ? undefined : doc.getIn(fieldPath, true);
+    }
+    const range = (node as { range?: number[] } | undefined)?.range;
+    return range ? `line ${lineAt(front, range[0]!, FIRST_LINE)}: ` : "";
+  };
   const parsed = frontMatterSchema.safeParse(data);
-  if (!parsed.success) throw new TaskError("agent_invalid", issueText(where, parsed.error.issues));
+  if (!parsed.success) throw new TaskError("agent_invalid", issueText(where, parsed.error.issues, fieldLine, Object.keys(frontMatterSchema.shape)));
   const f = parsed.data;
   const fileName = path.split(/[\\/]/).pop()!.replace(/\.md$/i, "");
   const name = f.name ?? fileName;
@@ -242,24 +279,57 @@ export function parseAgentFile(path: string, text?: string): AgentDefinition {
       temperature: f.temperature,
     }),
   };
-  checkDriverFields(where, def);
+  checkDriverFields(where, def, fieldLine);
   return def;
 }
 
-/** Loads every `*.md` agent in a directory (a missing directory holds no agents). */
-export function loadAgentDir(dir: string): AgentDefinition[] {
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) return [];
-  const defs: AgentDefinition[] = [];
+/** An agent file that could not be loaded: skipped, and reported. */
+export interface AgentProblem {
+  /** The agent's name as far as it could be read (its `name:` field, else the file name). */
+  name: string;
+  file: string;
+  message: string;
+}
+
+/**
+ * Loads every `*.md` agent in a directory (a missing directory holds no agents). A file that
+ * does not parse, or repeats a name, is skipped and listed in `problems`: one broken file must not
+ * stop every command that never uses it.
+ */
+export function loadAgentDir(dir: string): { agents: AgentDefinition[]; problems: AgentProblem[] } {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) return { agents: [], problems: [] };
+  const agents: AgentDefinition[] = [];
+  const problems: AgentProblem[] = [];
   const seen = new Map<string, string>();
   for (const entry of readdirSync(dir).sort()) {
     if (!entry.toLowerCase().endsWith(".md")) continue;
-    const def = parseAgentFile(join(dir, entry));
+    const file = join(dir, entry);
+    let def: AgentDefinition;
+    try {
+      def = parseAgentFile(file);
+    } catch (err) {
+      problems.push({ name: declaredName(file) ?? entry.replace(/\.md$/i, ""), file, message: err instanceof TaskError ? err.message : `agent file "${file}": ${(err as Error).message}` });
+      continue;
+    }
     const prev = seen.get(def.name);
-    if (prev) throw new TaskError("agent_invalid", `agent file "${def.source}": field "name" "${def.name}" is already used by "${prev}"; rename one of them`);
+    if (prev) {
+      problems.push({ name: def.name, file, message: `agent file "${file}": field "name" "${def.name}" is already used by "${prev}"; rename one of them (this one is skipped)` });
+      continue;
+    }
     seen.set(def.name, def.source);
-    defs.push(def);
+    agents.push(def);
   }
-  return defs;
+  return { agents, problems };
+}
+
+/** The `name:` a broken file declares, read line by line (its YAML may not parse). */
+function declaredName(file: string): string | undefined {
+  try {
+    const match = /^name:[ \t]*["']?([A-Za-z0-9][A-Za-z0-9_.-]*)["']?[ \t]*$/m.exec(readFileSync(file, "utf8").slice(0, 64 * 1024));
+    return match?.[1];
+  } catch {
+    return undefined;
+  }
 }
 
 export function defaultAgentDirs(cwd: string): string[] {
@@ -276,7 +346,10 @@ export interface AgentRegistryOptions {
 
 export class AgentRegistry {
   private readonly byName = new Map<string, AgentDefinition>();
+  private readonly broken = new Map<string, AgentProblem>();
   readonly searched: readonly string[];
+  /** Agent files that were skipped, each with why (see loadAgentDir). */
+  readonly problems: readonly AgentProblem[];
 
   constructor(options: AgentRegistryOptions = {}) {
     if (options.agents !== undefined && !Array.isArray(options.agents)) throw new TaskError("invalid_argument", `"agents" must be an array of agent definitions`);
@@ -286,9 +359,15 @@ export class AgentRegistry {
     const cwd = options.cwd ?? process.cwd();
     this.searched = (options.dirs ?? defaultAgentDirs(cwd)).map((d) => resolve(cwd, d));
     for (const a of options.agents ?? []) this.register(a);
+    const problems: AgentProblem[] = [];
     for (const dir of this.searched) {
-      for (const def of loadAgentDir(dir)) if (!this.byName.has(def.name)) this.byName.set(def.name, def);
+      const loaded = loadAgentDir(dir);
+      for (const def of loaded.agents) if (!this.byName.has(def.name) && !this.broken.has(def.name)) this.byName.set(def.name, def);
+      // A broken file hides the same name in later directories: running another agent than the one meant is worse than none.
+      for (const problem of loaded.problems) if (!this.byName.has(problem.name) && !this.broken.has(problem.name)) this.broken.set(problem.name, problem);
+      problems.push(...loaded.problems);
     }
+    this.problems = problems;
   }
 
   register(input: AgentInput | AgentDefinition): AgentDefinition {
@@ -305,6 +384,8 @@ export class AgentRegistry {
   get(name: string): AgentDefinition {
     const def = this.byName.get(name);
     if (def) return def;
+    const broken = this.broken.get(name);
+    if (broken) throw new TaskError("agent_invalid", `agent "${name}" cannot be used: its file does not load. ${broken.message}`);
     const where = ["code", ...this.searched].join(", ");
     const known = this.list().map((a) => a.name);
     const message = known.length

@@ -40,9 +40,18 @@ export function toolInfoTool(list: (ctx: ToolContext) => readonly Tool[]): Tool 
     title: "Describe a tool",
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     description:
-      "Describe one tool: its input schema and the JSON Schema of what it returns (output_schema is the compact view; output_views lists compact and full for tools that accept result_view).",
+      "Describe one tool: its input schema and the JSON Schema of what it returns (output_schema is the compact view; output_views lists compact and full for tools that accept result_view), and its title and effect hints (annotations) when it has them.",
     input: z.object({ tool_id: z.string().min(1).describe('The tool id, e.g. "read_file" or "github.create_issue".') }),
-    output: z.object({ tool: z.object({ descriptor: descriptorSchema }) }),
+    output: z.object({
+      tool: z.object({
+        descriptor: descriptorSchema,
+        title: z.string().optional().describe("Its title for people, when it has one."),
+        annotations: z
+          .object({ readOnlyHint: z.boolean().optional(), destructiveHint: z.boolean().optional(), idempotentHint: z.boolean().optional(), openWorldHint: z.boolean().optional() })
+          .optional()
+          .describe("Its effect hints, as stated by whoever defined it (an upstream server, the host): hints, not guarantees."),
+      }),
+    }),
     execute: ({ tool_id }, ctx) => {
       const tools = list(ctx);
       if (!Array.isArray(tools) || !tools.every(isTool)) {
@@ -57,7 +66,7 @@ export function toolInfoTool(list: (ctx: ToolContext) => readonly Tool[]): Tool 
           { reason: "unknown_tool" },
         );
       }
-      return { tool: { descriptor: describeTool(found) } };
+      return { tool: { descriptor: describeTool(found), ...(found.title === undefined ? {} : { title: found.title }), ...(found.annotations === undefined ? {} : { annotations: { ...found.annotations } }) } };
     },
   });
 }

@@ -2,6 +2,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
+import { CONFIG_SCHEMA_URL } from "../../src/cli/config-schema.js";
 import { inventoryConfig, runCli, tempProject } from "../mcp/helpers.js";
 
 describe("codemode run", () => {
@@ -86,15 +88,15 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
     ["unknown command", ["rn"], undefined, 'codemode: unknown command "rn"; did you mean "run"? Commands: run, mcp, tasks, task, tools, workflow, init, help\nRun codemode help for usage.\n'],
     ["--config names no file", ["run", "x.js", "--config", "nope.json"], undefined, "--config: no configuration file at nope.json\n"],
     ["mcp takes no arguments", ["mcp", "github"], undefined, "codemode mcp: takes no arguments, got github; configure upstream servers in codemode.json\nRun codemode help for usage.\n"],
-    ["config: not JSON", ["run", "x.js"], "{ limits: 1", "is not valid JSON"],
-    ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json: unknown field "limit"; expected one of "$schema", "limits", "dataDir", "agentsDir", "mcpServers", "workspace", "tasks"\n'],
-    ["config: bad limit", ["run", "x.js"], JSON.stringify({ limits: { timeoutMs: -1 } }), "codemode.json: limits.timeoutMs must be an integer from 1 to 600000, got the number -1\n"],
-    ["config: server without command", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { args: [] } } }), 'codemode.json: mcpServers.gh: "command" must be a non-empty string (the program to start), got undefined\n'],
-    ["config: server args", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { command: "x", args: "--stdio" } } }), 'codemode.json: mcpServers.gh: "args" must be an array of strings, got the string "--stdio"\n'],
-    ["config: server env", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { command: "x", env: { TOKEN: 1 } } } }), 'codemode.json: mcpServers.gh: "env.TOKEN" must be a string, got number 1\n'],
-    ["config: url server", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { url: "https://x" } } }), 'codemode.json: mcpServers.gh: "url" servers are not supported; give a stdio server as { "command", "args"?, "env"? }\n'],
-    ["config: server name", ["run", "x.js"], JSON.stringify({ mcpServers: { "my server": { command: "x" } } }), 'codemode.json: mcpServers has the server name "my server"; names must be 1–64 letters, digits, "_" or "-" (programs reach its tools as tools.<name>.<tool>)\n'],
-    ["config: workspace", ["run", "x.js"], JSON.stringify({ workspace: { write: "yes" } }), 'codemode.json: "workspace.write" must be true or false, got the string "yes"\n'],
+    ["config: not JSON", ["run", "x.js"], "{ limits: 1", 'codemode.json:1:3: not valid JSON: "limits" is not a JSON value (names and strings go in double quotes)\n'],
+    ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json:1:2: unknown field "limit"; did you mean "limits"? (known here: "$schema", "limits", "dataDir", "agentsDir", "workspace", "mcpServers", "tasks", "declarations")\n'],
+    ["config: bad limit", ["run", "x.js"], JSON.stringify({ limits: { timeoutMs: -1 } }), "codemode.json:1:24: limits.timeoutMs must be an integer from 1 to 600000, got the number -1\n"],
+    ["config: server without command", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { args: [] } } }), "codemode.json:1:21: mcpServers.gh.command is missing: it must be a non-empty string (the program to start)\n"],
+    ["config: server args", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { command: "x", args: "--stdio" } } }), 'codemode.json:1:43: mcpServers.gh.args must be an array of strings, got the string "--stdio"\n'],
+    ["config: server env", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { command: "x", env: { TOKEN: 1 } } } }), "codemode.json:1:51: mcpServers.gh.env.TOKEN must be a string, got the number 1\n"],
+    ["config: url server", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { url: "ftp://x" } } }), 'codemode.json:1:28: mcpServers.gh.url must be an http:// or https:// URL, got the string "ftp://x"\n'],
+    ["config: server name", ["run", "x.js"], JSON.stringify({ mcpServers: { "my server": { command: "x" } } }), 'codemode.json:1:16: mcpServers has the name "my server"; a name of 1–64 letters, digits, "_" or "-" is expected (programs reach its tools as tools.<name>.<tool>)\n'],
+    ["config: workspace", ["run", "x.js"], JSON.stringify({ workspace: { write: "yes" } }), 'codemode.json:1:23: workspace.write must be true or false, got the string "yes"\n'],
   ];
   for (const [name, args, config, stderr] of cases) {
     it(name, async () => {
@@ -132,15 +134,17 @@ describe("codemode tools", () => {
 });
 
 describe("agent files are configuration too", () => {
-  it("a malformed agent file exits 2 naming the file and each bad field", async () => {
+  it("a malformed agent file is reported and skipped: commands that do not use it work; using it names the file, the line and each bad field", async () => {
     const cwd = tempProject({ agentsDir: "agents" });
     mkdirSync(join(cwd, "agents"));
     writeFileSync(join(cwd, "agents", "x.md"), "---\nname: x\ndriver: scrpt\n---\nhi\n");
-    expect(await runCli(["run", "-"], { cwd, stdin: "text(1)" })).toEqual({
-      code: 2,
-      stdout: "",
-      stderr: `codemode: agent file "${join(cwd, "agents", "x.md")}": field "description" expected string, received undefined; field "driver" expected one of "script"|"command"|"openai"\n`,
-    });
+    const problem = `agent file "${join(cwd, "agents", "x.md")}": field "description" expected string, received undefined; line 3: field "driver" expected one of "script"|"command"|"openai"`;
+    const warning = `codemode: warning: ${problem}; the agent "x" is not available until it is fixed\n`;
+    expect(await runCli(["run", "-"], { cwd, stdin: "text(1)" })).toEqual({ code: 0, stdout: "1\n", stderr: warning });
+    expect(await runCli(["tasks"], { cwd })).toMatchObject({ code: 0, stderr: "" });
+    const used = await runCli(["run", "-"], { cwd, stdin: `await tools.ptc_subagent({ agent: "x", task: "go" })` });
+    expect(used.code).toBe(1);
+    expect(used.stderr).toContain(`Script failed (exception): ToolError: agent "x" cannot be used: its file does not load. ${problem}`);
   });
 });
 
@@ -150,12 +154,13 @@ describe("codemode init and help", () => {
     const first = await runCli(["init"], { cwd });
     expect(first).toEqual({
       code: 0,
-      stdout: "wrote   codemode.json\nwrote   .codemode/agents/line-counter.md\nwrote   .codemode/agents/line-counter.js\nwrote   hello.js\n\nNext: codemode run hello.js\n",
+      stdout: "wrote   codemode.json\nwrote   .codemode/agents/line-counter.md\nwrote   .codemode/agents/line-counter.js\nwrote   .codemode/.gitignore\nwrote   hello.js\n\nNext: codemode run hello.js\n",
       stderr: "",
     });
     expect(JSON.parse(readFileSync(join(cwd, "codemode.json"), "utf8"))).toEqual({
+      $schema: CONFIG_SCHEMA_URL,
       limits: { timeoutMs: 30000 },
-      dataDir: ".codemode",
+      dataDir: ".codemode/state",
       agentsDir: ".codemode/agents",
       workspace: { write: false },
       mcpServers: {},
@@ -168,6 +173,18 @@ describe("codemode init and help", () => {
       stdin: `const r = await tools.ptc_subagent({ agent: "line-counter", task: "**/*.md" }); const { tasks } = await tools.ptc_task_list({}); text((await tools.ptc_task_output({ task_id: tasks[0].id })).output); text(r.read_only_tier);`,
     });
     expect(spawned).toEqual({ code: 0, stdout: "1 file, 3 lines\n3\tREADME.md\nenforced\n", stderr: "" });
+    // What git would commit: the configuration, the agents and the program; not the state the runs left.
+    expect(existsSync(join(cwd, ".codemode", "state", "tasks.db"))).toBe(true);
+    execFileSync("git", ["init", "-q"], { cwd });
+    execFileSync("git", ["add", "-A"], { cwd });
+    expect(execFileSync("git", ["ls-files"], { cwd, encoding: "utf8" }).trim().split("\n").sort()).toEqual([
+      ".codemode/.gitignore",
+      ".codemode/agents/line-counter.js",
+      ".codemode/agents/line-counter.md",
+      "README.md",
+      "codemode.json",
+      "hello.js",
+    ]);
     const second = await runCli(["init"], { cwd });
     expect(second.stdout.split("\n")[0]).toBe("kept    codemode.json (exists; --force overwrites it)");
   });

@@ -29,8 +29,8 @@ describe("codemode tasks / task after a fan-out run", () => {
     // Progress lines (stderr is not a terminal, CODEMODE_PROGRESS=1): each task's final state at least.
     const finals = run.stderr.split("\n").filter((line) => line.includes("succeeded"));
     expect(finals.map(normalize), run.stderr).toEqual([
-      "[task <id>] succeeded  src/a (file-stats)  183 B  <t>  in 0 · out 0 · $0.0000 · 1 turn",
-      "[task <id>] succeeded  src/b (file-stats)  162 B  <t>  in 0 · out 0 · $0.0000 · 1 turn",
+      "[task <id>] succeeded  src/a (file-stats)  183 bytes  <t>",
+      "[task <id>] succeeded  src/b (file-stats)  162 bytes  <t>",
     ]);
     ids = finals.map((line) => line.match(ID)![0]);
   });
@@ -40,12 +40,17 @@ describe("codemode tasks / task after a fan-out run", () => {
     expect(result.code).toBe(0);
     expect(result.stderr).toBe("");
     expect(normalize(result.stdout).split("\n").map((line) => line.replace(/ +/g, " "))).toEqual([
-      "id status agent label depth output time usage note",
-      "<id> succeeded file-stats src/a 1 183 B <t> in 0 · out 0 · $0.0000 · 1 turn 2 files, 3 lines, 2 exports",
-      "<id> succeeded file-stats src/b 1 162 B <t> in 0 · out 0 · $0.0000 · 1 turn 1 file, 3 lines, 0 exports",
+      // Script agents count no tokens: no usage column.
+      "id status agent label depth output time note",
+      "<id> succeeded file-stats src/a 1 183 bytes <t> 2 files, 3 lines, 2 exports",
+      "<id> succeeded file-stats src/b 1 162 bytes <t> 1 file, 3 lines, 0 exports",
       "",
     ]);
     expect(result.stdout.match(ID)).toEqual(ids);
+    // FORCE_COLOR colours the table even into a pipe; NO_COLOR alone does not change a pipe's plain text.
+    const forced = await runCli(withConfig(["tasks"]), { cwd, env: { FORCE_COLOR: "1" } });
+    expect(forced.stdout).toContain("\x1b[32msucceeded\x1b[39m");
+    expect((await runCli(withConfig(["tasks"]), { cwd, env: { NO_COLOR: "1" } })).stdout).toBe(result.stdout);
   });
 
   it("--json gives the records (camelCase details); --status filters", async () => {
@@ -72,7 +77,7 @@ describe("codemode tasks / task after a fan-out run", () => {
       [
         'task <id>  succeeded  agent file-stats  label "src/a"  depth 1',
         "driver script · ran <t> · exit 0 · read-only enforced",
-        "usage: in 0 · out 0 · $0.0000 · 1 turn",
+        "usage: 1 turn",
         "report (prompt-json): 2 files, 3 lines, 2 exports",
         "  - largest file: src/a/x.ts (2 lines)",
         "",
@@ -122,7 +127,7 @@ describe("a run whose host is killed", () => {
     await exited;
     const result = await runCli(["tasks"], { cwd });
     const row = normalize(result.stdout).split("\n").map((line) => line.replace(/ +/g, " "))[1];
-    expect(row).toMatch(/^<id> lost sleeper nap 1 0 B <t> — host_exited_while_running: the host \(pid \d+\) exited/);
+    expect(row).toMatch(/^<id> lost sleeper nap 1 0 bytes <t> host_exited_while_running: the host \(pid \d+\) exited/);
   });
 });
 
@@ -148,7 +153,7 @@ describe("Ctrl-C during a run", () => {
         "codemode: 1 background task was still running and is stopped now that the program ended; wait for them in the program (await tools.ptc_task_wait({})) to keep their results\n",
     );
     const row = normalize((await runCli(["tasks"], { cwd })).stdout).split("\n").map((line) => line.replace(/ +/g, " "))[1];
-    expect(row).toBe("<id> canceled sleeper nap 1 0 B <t> in 0 · out 0 · $0.0000 · 0 turns");
+    expect(row).toBe("<id> canceled sleeper nap 1 0 bytes <t>");
   });
 });
 

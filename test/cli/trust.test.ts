@@ -30,8 +30,8 @@ describe("finding 10: paths in a configuration, defaults included, resolve again
     expect(run).toEqual({ code: 0, stdout: "trusted helper\n", stderr: "" });
     expect(existsSync(marker)).toBe(false);
     // The data dir is the configuration's too: the checkout got no state of the run.
-    expect(existsSync(join(trusted, ".codemode", "tasks.db"))).toBe(true);
-    expect(existsSync(join(checkout, ".codemode", "tasks.db"))).toBe(false);
+    expect(existsSync(join(trusted, ".codemode", "state", "tasks.db"))).toBe(true);
+    expect(existsSync(join(checkout, ".codemode", "state", "tasks.db"))).toBe(false);
     const tasks = await runCli(["tasks", "--config", join(trusted, "codemode.json")], { cwd: checkout });
     expect(tasks.stdout).toContain("succeeded  helper");
   });
@@ -40,7 +40,26 @@ describe("finding 10: paths in a configuration, defaults included, resolve again
     const cwd = tempProject({ workspace: { write: false } });
     const run = await runCli(["run", "-", "--session", "s"], { cwd, stdin: `store("k", 1); return 1` });
     expect(run.code).toBe(0);
-    expect(existsSync(join(cwd, ".codemode", "sessions", "s.json"))).toBe(true);
+    expect(existsSync(join(cwd, ".codemode", "state", "sessions", "s.json"))).toBe(true);
+    // The workspace tools refuse the data dir at its new place as at any other.
+    const probe = await runCli(["run", "-"], {
+      cwd,
+      stdin: `const out = []; for (const path of [".codemode/state/sessions/s.json", ".codemode/state/tasks.db"]) { try { await tools.read_file({ path }); out.push("read") } catch (e) { out.push(e.code) } } text(out.join(" "))`,
+    });
+    expect(probe.stdout).toBe("tool_denied tool_denied\n");
+  });
+
+  it("tasks an earlier version kept in .codemode (its old default data dir) are pointed at, not silently left behind", async () => {
+    const cwd = tempProject({});
+    mkdirSync(join(cwd, ".codemode", "sessions"), { recursive: true });
+    const run = await runCli(["run", "-"], { cwd, stdin: "text(1)" });
+    expect(run).toEqual({
+      code: 0,
+      stdout: "1\n",
+      stderr: `codemode: warning: ${join(cwd, ".codemode")} holds tasks or sessions of an earlier codemode, whose default data dir it was; the default is now ${join(cwd, ".codemode", "state")}. To keep using them, set "dataDir": ".codemode" in codemode.json (or move them)\n`,
+    });
+    writeFileSync(join(cwd, "codemode.json"), JSON.stringify({ dataDir: ".codemode" }));
+    expect((await runCli(["run", "-"], { cwd, stdin: "text(1)" })).stderr).toBe("");
   });
 });
 
@@ -113,6 +132,7 @@ describe("finding 1, in codemode init: starter files are never written through a
         "wrote   codemode.json",
         "wrote   .codemode/agents/line-counter.md",
         "wrote   .codemode/agents/line-counter.js",
+        "wrote   .codemode/.gitignore",
         "refused hello.js (a symbolic link; init does not write through links — remove it and run init again)",
         "",
         "1 file was not written; remove what is in the way and run codemode init again",
@@ -122,21 +142,22 @@ describe("finding 1, in codemode init: starter files are never written through a
     });
     expect(existsSync(join(outside, "planted.js"))).toBe(false);
     const forced = await runCli(["init", "--force"], { cwd });
-    expect(forced.stdout.split("\n")[3]).toBe("refused hello.js (a symbolic link; init does not write through links — remove it and run init again)");
+    expect(forced.stdout.split("\n")[4]).toBe("refused hello.js (a symbolic link; init does not write through links — remove it and run init again)");
     expect(existsSync(join(outside, "planted.js"))).toBe(false);
 
     const other = tempProject();
     symlinkSync(outside, join(other, ".codemode"));
     const viaDir = await runCli(["init"], { cwd: other });
     expect(viaDir.code).toBe(1);
-    expect(viaDir.stdout.split("\n").slice(1, 3)).toEqual([
+    expect(viaDir.stdout.split("\n").slice(1, 4)).toEqual([
       `refused .codemode/agents/line-counter.md (${join(other, ".codemode")} is a symbolic link; the runtime does not follow links among its own files — remove it)`,
       `refused .codemode/agents/line-counter.js (${join(other, ".codemode")} is a symbolic link; the runtime does not follow links among its own files — remove it)`,
+      `refused .codemode/.gitignore (${join(other, ".codemode")} is a symbolic link; the runtime does not follow links among its own files — remove it)`,
     ]);
     expect(existsSync(join(outside, "agents"))).toBe(false);
     // Once the link is gone, init completes.
     rmSync(join(other, ".codemode"));
     expect((await runCli(["init"], { cwd: other })).code).toBe(0);
-    expect(readFileSync(join(cwd, "codemode.json"), "utf8")).toContain('"dataDir": ".codemode"');
+    expect(readFileSync(join(cwd, "codemode.json"), "utf8")).toContain('"dataDir": ".codemode/state"');
   });
 });

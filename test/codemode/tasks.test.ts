@@ -54,9 +54,31 @@ describe("createCodemode with subagents", () => {
     const result = await cm.run(`
       try { await tools.ptc_subagent({ agent: "crasher", task: "go" }) } catch (e) {
         const out = await tools.ptc_task_output({ task_id: e.task_id });
-        return { code: e.code, named: e.message.includes(e.task_id), status: out.status, failure: out.output.startsWith("Script failed (exception): Error: disk full"), partial: out.output.includes("partial"), turns: out.usage.turns };
+        return { code: e.code, named: e.message.includes(e.task_id), status: out.status, failure: out.output.includes("Script failed (exception): Error: disk full"), partial: out.output.startsWith("partial"), turns: out.usage.turns };
       }`);
     expect(result.structuredContent.value).toStrictEqual({ code: "task_failed", named: true, status: "failed", failure: true, partial: true, turns: 1 });
+  });
+
+  it("a script agent's text() output reaches its log while it runs, so polling sees progress", async () => {
+    const cm = await open({
+      agentDirs: [],
+      agents: [{ name: "ticker", description: "ticks", driver: "script", scriptCode: "text('one'); await sleep(500); text('two'); await sleep(500); text('three')" }],
+    });
+    const result = await cm.run(`
+      const { task_id } = await tools.ptc_subagent({ agent: "ticker", task: "go", background: true });
+      const seen = [];
+      for (;;) {
+        const out = await tools.ptc_task_output({ task_id });
+        if (out.status !== "running") { seen.push(["ended", out.output, out.output_bytes]); break; }
+        if (seen.at(-1)?.[1] !== out.output) seen.push(["running", out.output, out.output_bytes]);
+        await sleep(20);
+      }
+      return seen;`);
+    const seen = result.structuredContent.value as Array<[string, string, number]>;
+    expect(seen.at(-1)).toStrictEqual(["ended", "one\ntwo\nthree", 13]);
+    // While it ran, the first lines were already readable (before, a script task showed 0 bytes until it ended).
+    const whileRunning = seen.filter(([status, output]) => status === "running" && output !== "").map(([, output]) => output);
+    expect(whileRunning).toStrictEqual(["one", "one\ntwo"]);
   });
 
   it("a failed foreground child called as a model would (cm.callTool) carries its task id in structuredContent.error", async () => {
@@ -144,5 +166,25 @@ describe("createCodemode with subagents", () => {
   it("rejects malformed agent options naming the field", async () => {
     await expect(createCodemode({ agentDirs: "dir" as never })).rejects.toThrow("options.agentDirs must be an array of directory paths");
     await expect(createCodemode({ agents: {} as never })).rejects.toThrow("options.agents must be an array of agent definitions");
+  });
+});
+
+describe("agents are discoverable by the model", () => {
+  it("ptc_subagent's description lists each agent with its driver and what it does, and the ones whose files do not load", async () => {
+    const cwd = tempDir();
+    mkdirSync(join(cwd, "agents"));
+    writeFileSync(join(cwd, "agents", "broken.md"), "---\ndescription: [\n---\n");
+    const cm = await open({
+      cwd,
+      agentDirs: [join(cwd, "agents")],
+      agents: [
+        { name: "reviewer", description: "Reviews a diff for bugs and missing tests.\nLonger notes that stay out of the listing.", driver: "script", scriptCode: "text(1)", readOnly: true },
+        { name: "shell", description: "Runs a shell command.", driver: "command", command: ["sh", "-c", "echo"] },
+      ],
+    });
+    const description = cm.tools.find((tool) => tool.id === "ptc_subagent")!.description;
+    expect(description.slice(description.indexOf("\n\nAgents:"))).toBe(
+      "\n\nAgents:\n- reviewer (script, read-only): Reviews a diff for bugs and missing tests.\n- shell (command): Runs a shell command.\nNot loaded (their files have errors): broken",
+    );
   });
 });

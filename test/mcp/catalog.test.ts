@@ -117,6 +117,36 @@ describe("a catalog of 50 bound tools", () => {
     }
   });
 
+  it("codemode.json's declarations budgets reach the prompt and tool_search; --declarations-budget wins over the file's prompt", async () => {
+    const budgeted = tempProject({ ...config, declarations: { prompt: 1500, search: 600 } });
+    const prefixBytes = Buffer.byteLength(`${BINDING_CONTRACT}\n\nTools a program can call:\n`);
+    const open = async (args: string[]) => {
+      const c = new Client({ name: "catalog-test-config", version: "1.0.0" });
+      await c.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp", ...args], cwd: budgeted, stderr: "pipe" }));
+      return c;
+    };
+    const fromFile = await open([]);
+    try {
+      const description = (await fromFile.listTools()).tools.find((tool) => tool.name === "ptc_run_code")!.description!;
+      expect(Buffer.byteLength(description)).toBeLessThanOrEqual(prefixBytes + 1500);
+      expect(Buffer.byteLength(description)).toBeGreaterThan(prefixBytes + 1000);
+      const found = await fromFile.callTool({ name: "tool_search", arguments: { query: "issue", limit: 20, declarations: true } });
+      const declarations = (found.structuredContent as { declarations: string }).declarations;
+      expect(Buffer.byteLength(declarations)).toBeLessThanOrEqual(600);
+      expect(declarations).toContain("one line only");
+    } finally {
+      await fromFile.close();
+    }
+    const fromFlag = await open(["--declarations-budget", "4000"]);
+    try {
+      const description = (await fromFlag.listTools()).tools.find((tool) => tool.name === "ptc_run_code")!.description!;
+      expect(Buffer.byteLength(description)).toBeGreaterThan(prefixBytes + 3000);
+      expect(Buffer.byteLength(description)).toBeLessThanOrEqual(prefixBytes + 4000);
+    } finally {
+      await fromFlag.close();
+    }
+  });
+
   it("a model finds a tool with tool_search and gets its complete declaration", async () => {
     const found = await client.callTool({ name: "tool_search", arguments: { query: "close an issue", limit: 3 } });
     expect(found.isError).toBeUndefined();

@@ -56,7 +56,9 @@ describe("upstream MCP servers", () => {
       'MCP server "missing" (/nonexistent/codemode-upstream) failed to start: spawn /nonexistent/codemode-upstream ENOENT; its tools are not available (tools.missing.*)',
     );
     expect(failures[1]).toMatch(/^MCP server "dies" \(.+\) failed to start: MCP error -32000: Connection closed; its stderr ends with: cannot start: INVENTORY_TOKEN is not set; its tools are not available \(tools\.dies\.\*\)$/);
-    expect(failures[2]).toMatch(/^MCP server "silent" \(.+\) failed to start: MCP error -32001: Request timed out; its tools are not available \(tools\.silent\.\*\)$/);
+    expect(failures[2]).toMatch(
+      /^MCP server "silent" \(.+\) failed to start: MCP error -32001: Request timed out; it did not finish starting within 1500 ms \(raise "startupTimeoutMs" of this server in codemode\.json if it needs longer\); its tools are not available \(tools\.silent\.\*\)$/,
+    );
   });
 
   it("a program gets structuredContent from a tool with an outputSchema and text from one without", async () => {

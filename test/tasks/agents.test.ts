@@ -89,20 +89,26 @@ describe("agents", () => {
   it("names the file and the field of an invalid definition", () => {
     const f = join(root, "bad.md");
     const cases: Array<[string, string]> = [
-      ["---\ndescription: d\ndriver: script\nscript: a.js\nread_only: yes please\n---\n", `agent file "${f}": field "read_only" expected boolean, received string`],
-      ["---\ndescription: d\ndriver: telepathy\n---\n", `agent file "${f}": field "driver" expected one of "script"|"command"|"openai"`],
+      ["---\ndescription: d\ndriver: script\nscript: a.js\nread_only: yes please\n---\n", `agent file "${f}": line 5: field "read_only" expected boolean, received string`],
+      ["---\ndescription: d\ndriver: telepathy\n---\n", `agent file "${f}": line 3: field "driver" expected one of "script"|"command"|"openai"`],
       ["---\ndescription: d\ndriver: command\n---\n", `agent file "${f}": field "command" is required for driver "command" (an argv list; "{task}" is replaced by the task)`],
-      ["---\ndescription: d\ndriver: openai\nmodel: m\ncolour: red\n---\n", `agent file "${f}": unknown field "colour" (driver fields: script (script), command (command, stdin, protocol, env), openai (base_url, api_key_env, prices, temperature))`],
+      ["---\ndescription: d\ndriver: openai\nmodel: m\ncolour: red\n---\n", `agent file "${f}": line 5: unknown field "colour" (driver fields: script (script), command (command, stdin, protocol, env), openai (base_url, api_key_env, prices, temperature))`],
       ["no front matter", `agent file "${f}": must start with YAML front matter between "---" lines (name, description, driver, …)`],
       ["---\n- a\n- b\n---\n", `agent file "${f}": front matter must be a YAML mapping of fields (name, description, driver, …)`],
-      ["---\ndescription: d\ndriver: openai\nmodel: m\nprices: { input: -1, output: 2 }\n---\n", `agent file "${f}": field "prices.input" Too small: expected number to be >=0`],
+      ["---\ndescription: d\ndriver: openai\nmodel: m\nprices: { input: -1, output: 2 }\n---\n", `agent file "${f}": line 5: field "prices.input" Too small: expected number to be >=0`],
     ];
     for (const [text, message] of cases) {
       const err = errorOf(() => parseAgentFile(f, text));
       expect(err.code).toBe("agent_invalid");
       expect(err.message).toBe(message);
     }
-    expect(errorOf(() => parseAgentFile(f, "---\ndescription: [unclosed\n---\n")).message).toMatch(/^agent file ".*bad\.md": front matter is not valid YAML: /);
+    // YAML errors and misspelt fields: the file's own line (the front matter starts on line 2).
+    expect(errorOf(() => parseAgentFile(f, "---\nname: x\ndescription: [unclosed\ndriver: script\n---\n")).message).toBe(
+      `agent file "${f}": line 4: front matter is not valid YAML: Flow sequence in block collection must be sufficiently indented and end with a ]`,
+    );
+    expect(errorOf(() => parseAgentFile(f, "---\ndescription: d\ndriver: script\nscript: a.js\nread_onyl: true\n---\n")).message).toBe(
+      `agent file "${f}": line 5: unknown field "read_onyl"; did you mean "read_only"? (driver fields: script (script), command (command, stdin, protocol, env), openai (base_url, api_key_env, prices, temperature))`,
+    );
   });
 
   it("validates agents registered in code", () => {
@@ -116,5 +122,31 @@ describe("agents", () => {
     expect(errorOf(() => reg.register({ name: "a", description: "d", driver: "function", run: async () => "" })).message).toBe(
       'agent "a" is registered twice; give each agent a unique name',
     );
+  });
+});
+
+describe("a broken agent file is reported and skipped", () => {
+  it("the other agents load; the broken one fails when asked for, naming its file and line; a repeated name is skipped", () => {
+    const dir = mkdtempSync(join(tmpdir(), "agents-broken-"));
+    const home = mkdtempSync(join(tmpdir(), "agents-home-"));
+    writeFileSync(join(dir, "good.md"), "---\ndescription: works\ndriver: script\nscript: g.js\n---\n");
+    writeFileSync(join(dir, "broken.md"), "---\nname: fixer\ndescription: [oops\ndriver: script\n---\n");
+    writeFileSync(join(dir, "twin.md"), "---\nname: good\ndescription: same name\ndriver: script\nscript: t.js\n---\n");
+    // A later directory's agent of the broken name is not used in its place.
+    writeFileSync(join(home, "fixer.md"), "---\ndescription: someone else's fixer\ndriver: script\nscript: f.js\n---\n");
+    const registry = new AgentRegistry({ dirs: [dir, home] });
+    expect(registry.list().map((agent) => agent.name)).toEqual(["good"]);
+    expect(registry.problems.map((problem) => [problem.name, problem.file])).toEqual([
+      ["fixer", join(dir, "broken.md")],
+      ["good", join(dir, "twin.md")],
+    ]);
+    const error = errorOf(() => registry.get("fixer"));
+    expect(error.code).toBe("agent_invalid");
+    expect(error.message).toBe(
+      `agent "fixer" cannot be used: its file does not load. agent file "${join(dir, "broken.md")}": line 4: front matter is not valid YAML: Flow sequence in block collection must be sufficiently indented and end with a ]`,
+    );
+    expect(registry.problems[1]!.message).toBe(`agent file "${join(dir, "twin.md")}": field "name" "good" is already used by "${join(dir, "good.md")}"; rename one of them (this one is skipped)`);
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(home, { recursive: true, force: true });
   });
 });

@@ -78,7 +78,7 @@ describe("codemode workflow run", () => {
       stdout: [
         "inspect  succeeded  read_file (full view)",
         "review   succeeded  run-agent reviewer, task <id>, in 12 · out 20 · $0.0003 · 1 turn",
-        "summary  succeeded  run-agent summarizer, task <id>, in 0 · out 0 · $0.0000 · 1 turn",
+        "summary  succeeded  run-agent summarizer, task <id>, 1 turn",
         "",
         "--- summary ---",
         "Summary: 3 lines. notes.md (19 bytes): 2 non-empty lines, 1 headings, longest line 9 characters",
@@ -120,7 +120,7 @@ describe("codemode workflow run", () => {
         'review   skipped    run-agent reviewer  it depends on "inspect", which failed',
         'summary  skipped    run-agent summarizer  it depends on "review", which was skipped',
         "",
-        'workflow "review-file" failed (nodes: 1 failed, 2 skipped); usage in 0 · out 0 · $0.0000 · 0 turns',
+        'workflow "review-file" failed (nodes: 1 failed, 2 skipped); usage 0 turns',
         "",
       ].join("\n"),
       stderr: 'codemode: node "inspect" failed (tool_failed, not_found): file "gone.md" does not exist; find files with list_files; 2 nodes were skipped\n',
@@ -177,7 +177,7 @@ describe("codemode workflow run", () => {
         "inspect  succeeded  read_file (full view)",
         "work     canceled   run-agent sleepy, task <id>  the workflow was stopped",
         "",
-        'workflow "workflow" canceled (nodes: 1 succeeded, 1 canceled); usage in 30 · out 5 · $0.0000 · 1 turn',
+        'workflow "workflow" canceled (nodes: 1 succeeded, 1 canceled); usage in 30 · out 5 · 1 turn',
         "",
       ].join("\n"),
     );

@@ -15,7 +15,7 @@ describe("examples/workflow", () => {
       stdout: [
         "inspect  succeeded  read_file (full view)",
         "review   succeeded  run-agent reviewer, task <id>, in 75 · out 20 · $0.0005 · 1 turn",
-        "summary  succeeded  run-agent summarizer, task <id>, in 0 · out 0 · $0.0000 · 1 turn",
+        "summary  succeeded  run-agent summarizer, task <id>, 1 turn",
         "",
         "--- summary ---",
         SUMMARY,

@@ -2,7 +2,7 @@
 // the tools the agent allows (read-only ones only, for a read-only agent: the `enforced` tier).
 // Usage comes from the API's `usage` fields, cost from the agent's prices.
 import type { Driver, ChildToolDescriptor, ChildToolProvider } from "./types.js";
-import { messageOf } from "../../text.js";
+import { formatBytes, messageOf } from "../../text.js";
 
 const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 const DEFAULT_MAX_TURNS = 20;
@@ -76,7 +76,7 @@ export const openaiDriver: Driver = async ({ task, agent, signal, emit, childToo
     }
     const raw = await readBounded(res, MAX_RESPONSE_BYTES);
     emit({ type: "turn" });
-    if (raw === undefined) return { exitCode: 1, error: `chat completions returned more than ${MAX_RESPONSE_BYTES / 1048576} MiB; the endpoint at ${baseUrl} is not answering like a chat-completions API` };
+    if (raw === undefined) return { exitCode: 1, error: `chat completions returned more than ${formatBytes(MAX_RESPONSE_BYTES)}; the endpoint at ${baseUrl} is not answering like a chat-completions API` };
     if (!res.ok) {
       const hint = res.status === 401 ? `; set ${keyEnv} to a valid API key` : "";
       return { exitCode: 1, error: `chat completions returned HTTP ${res.status}: ${raw.slice(-ERROR_BODY_TAIL)}${hint}` };

@@ -19,10 +19,20 @@ export type ScriptRunner = (
     taskId: string;
     cwd: string;
     readOnly: boolean;
+    /**
+     * Output for the task's log while the program runs (a runner that has none gives it all in
+     * `output` at the end): polling ptc_task_output or `codemode task --follow` sees progress.
+     */
+    onText?: (text: string) => void;
     /** Where the program's run span goes (the task's run span). */
     trace?: TraceScope;
   },
-) => Promise<{ output: string; ok: boolean; error?: string }>;
+) => Promise<{
+  /** What the log should get at the end that was not passed to onText. */
+  output: string;
+  ok: boolean;
+  error?: string;
+}>;
 
 export function scriptDriver(runner: ScriptRunner | undefined): Driver {
   return async ({ task, agent, signal, emit, cwd, trace }) => {
@@ -40,7 +50,8 @@ export function scriptDriver(runner: ScriptRunner | undefined): Driver {
     }
     emit({ type: "turn" });
     try {
-      const res = await runner(code, { task: task.task, agent, signal, depth: task.depth, taskId: task.id, cwd, readOnly: agent.readOnly, ...(trace ? { trace } : {}) });
+      const onText = (text: string): void => emit({ type: "text", text });
+      const res = await runner(code, { task: task.task, agent, signal, depth: task.depth, taskId: task.id, cwd, readOnly: agent.readOnly, onText, ...(trace ? { trace } : {}) });
       if (res.output.length > 0) emit({ type: "text", text: res.output });
       return res.ok ? { exitCode: 0 } : { exitCode: 1, error: res.error ?? "the program failed" };
     } catch (err) {
