@@ -1,4 +1,7 @@
-// Guest prelude: evaluated inside QuickJS before every program, in a fresh context.
+// Guest prelude: evaluated once in each instance's template (a fresh runtime and context whose
+// memory is restored after every run, see src/engine/snapshot.ts), or in a fresh context before
+// every program when snapshots are off. Per-run configuration (the tools and the read-only
+// globals) is installed by the host through the interface's `install(configJson)`.
 //
 // It runs before any user code, so it captures the built-ins it relies on while they are still
 // pristine; a program that later replaces JSON, Promise or Object.prototype only confuses itself.
@@ -13,9 +16,7 @@
 (function (g) {
   "use strict";
   const host = g.__codemode_host;
-  const config = JSON.parse(g.__codemode_config);
   delete g.__codemode_host;
-  delete g.__codemode_config;
   const stringify = JSON.stringify, parse = JSON.parse, create = Object.create, freeze = Object.freeze;
   const define = Object.defineProperty, keys = Object.keys, apply = Reflect.apply, Str = String;
   const TypeErr = TypeError, RangeErr = RangeError, P = Proxy, Prom = Promise, reject = Promise.reject, then = Promise.prototype.then;
@@ -63,24 +64,41 @@
       set: refuse, defineProperty: refuse, deleteProperty: refuse, setPrototypeOf: refuse,
     });
   }
-  // `parsed`: the arguments of then(parse) for every call, one array (a frozen one is slower to apply).
-  const root = create(null), branches = create(null), parsed = [parse];
-  for (const path of config.tools) {
-    // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
-    // code, message) that has no stack yet: QuickJS adds one where it is first thrown, which is
-    // the program's own `await` of the call (an async wrapper here would put its frame there).
-    // A tool called from a toJSON or getter of another call's arguments would nest without bound.
-    const dot = path.indexOf("."), fn = (args) => {
-      if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
-      let json = "{}";
-      if (args !== undefined) try { json = toJson(args, path); } catch (e) { return apply(reject, Prom, [e]); }
-      return apply(then, host("call", path, json), parsed);
+  // Replay (approvals; src/codemode/ledger.ts): for a run with `config.determinism`, install()
+  // seeds Math.random and makes Date.now()/new Date() answer first from an earlier run's readings,
+  // then from the clock. The readings, as [value, repeats] pairs, leave with the next tool call:
+  // "~" JSON "~" args. What install() changes here is undone with the rest of the run's state.
+  const RealDate = Date, realNow = Date.now, construct = Reflect.construct;
+  let readings = null;
+  function replayable(det) {
+    let [a, b, c, d] = det.seed, at = 0;
+    const clock = det.clock;
+    let left = clock[1];
+    const word = () => {
+      const t = (((a + b) | 0) + d) | 0;
+      d = (d + 1) | 0; a = b ^ (b >>> 9); b = (c + (c << 3)) | 0; c = (c << 21) | (c >>> 11); c = (c + t) | 0;
+      return t >>> 0;
     };
-    if (dot < 0) root[path] = fn;
-    else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;
+    for (let i = 0; i < 12; i++) word();
+    define(Math, "random", { value: { random() { return (word() * 2097152 + (word() >>> 11)) / 9007199254740992; } }.random, writable: true, configurable: true });
+    readings = [];
+    const now = { now() {
+      let v;
+      if (at < clock.length) { v = clock[at]; if (--left <= 0) { at += 2; left = clock[at + 1]; } } else v = realNow();
+      const n = readings.length;
+      if (n && readings[n - 2] === v) readings[n - 1]++; else { readings[n] = v; readings[n + 1] = 1; }
+      return v;
+    } }.now;
+    const ReplayDate = { Date: function (...args) {
+      if (new.target === undefined) return Str(construct(RealDate, [now()]));
+      return construct(RealDate, args.length ? args : [now()], new.target);
+    } }.Date;
+    ReplayDate.prototype = RealDate.prototype;
+    define(RealDate.prototype, "constructor", { value: ReplayDate, writable: true, configurable: true });
+    for (const name of ["parse", "UTC"]) define(ReplayDate, name, { value: RealDate[name], writable: true, configurable: true });
+    define(ReplayDate, "now", { value: now, writable: true, configurable: true });
+    define(g, "Date", { value: ReplayDate, writable: true, configurable: true });
   }
-  for (const head of keys(branches)) root[head] = namespace(head, branches[head]);
-  global("tools", namespace("", root));
 
   // Free-form strings cross as JSON: the host reads C strings, which end at a NUL and mangle lone surrogates.
   global("text", function text(value) { host("text", stringify(render(value))); });
@@ -137,8 +155,6 @@
 
   global("budget", function budget() { return parse(host("budget")); });
 
-  for (const name of keys(config.globals)) global(name, config.globals[name]);
-
   // A null-prototype record: Object.prototype.toJSON (or getters there) must not rewrite it.
   function describe(e) {
     const out = create(null);
@@ -173,5 +189,32 @@
       }
     },
     error: describe,
+    // Once per run, before the program: the tools and globals of this run.
+    install(configJson) {
+      const config = parse(configJson);
+      if (config.determinism) replayable(config.determinism);
+      // A result arrives as its JSON text, or already decoded from QuickJS's binary format as the
+      // one element of an array. `parsed`: the arguments of then() for every call, one array (a
+      // frozen one is slower to apply).
+      const root = create(null), branches = create(null), parsed = [(v) => (typeof v === "string" ? parse(v) : v[0])];
+      for (const path of config.tools) {
+        // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
+        // code, message) that has no stack yet: QuickJS adds one where it is first thrown, which is
+        // the program's own `await` of the call (an async wrapper here would put its frame there).
+        // A tool called from a toJSON or getter of another call's arguments would nest without bound.
+        const dot = path.indexOf("."), fn = (args) => {
+          if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
+          let json = "{}";
+          if (args !== undefined) try { json = toJson(args, path); } catch (e) { return apply(reject, Prom, [e]); }
+          if (readings !== null && readings.length) { json = "~" + stringify(readings) + "~" + json; readings = []; }
+          return apply(then, host("call", path, json), parsed);
+        };
+        if (dot < 0) root[path] = fn;
+        else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;
+      }
+      for (const head of keys(branches)) root[head] = namespace(head, branches[head]);
+      global("tools", namespace("", root));
+      for (const name of keys(config.globals)) global(name, config.globals[name]);
+    },
   };
 })(globalThis);

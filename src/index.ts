@@ -1,5 +1,7 @@
 // The library's public surface.
-export { createCodemode, Codemode, DEFAULT_DECLARATIONS_BUDGETS, type CodemodeOptions, type RunOptions } from "./codemode/codemode.js";
+export { createCodemode, Codemode, DEFAULT_DECLARATIONS_BUDGETS, type CodemodeOptions, type RunOptions, type ResumeOptions } from "./codemode/codemode.js";
+export { ContinuationError, type ContinuationReason, type PendingApproval } from "./codemode/continuation.js";
+export type { ApprovalAnswerInput, RememberedApproval } from "./codemode/approvals.js";
 export { DEFAULT_LIMITS, type Limits } from "./codemode/limits.js";
 export type { RunResult, RunStructuredContent, RunDetails, CallRecord } from "./codemode/run-result.js";
 export { BINDING_CONTRACT } from "./codemode/run-code-tool.js";

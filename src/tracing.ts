@@ -62,7 +62,7 @@ const ms = (since: number): number => Math.round((performance.now() - since) * 1
 /** What the run span reads from a RunResult (structurally, so this module needs nothing of codemode). */
 export interface TracedRunResult {
   content: ReadonlyArray<{ text: string }>;
-  structuredContent: { status: "ok" | "error"; error?: { kind: string; message: string }; tool_calls: number; duration_ms: number };
+  structuredContent: { status: "ok" | "error" | "interrupted"; error?: { kind: string; message: string }; tool_calls: number; duration_ms: number };
 }
 
 /** `codemode.run`: one program run, from dispatch to its result. Its tool calls are its children. */

@@ -110,8 +110,19 @@ const tasks = z
         .optional()
         .describe("Output one subagent task may keep, in bytes (default 16 MiB)."),
       cwdRoots: z.array(path("A directory."), { error: "an array of directory paths" }).optional().describe("Directories a task's cwd may be in, besides the working directory."),
+      redis: z
+        .string({ error: "a redis://host:port URL" })
+        .optional()
+        .describe("A Redis server (redis://[user:password@]host:port[/db], or rediss:// for TLS): task records and logs live there, and script, command and openai tasks are queued for `codemode worker` processes. A password may instead come from CODEMODE_REDIS_PASSWORD. See docs/distributed.md."),
+      queue: z
+        .string({ error: "1 to 64 letters, digits, '-' or '_'" })
+        .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: "1 to 64 letters, digits, '-' or '_'" })
+        .optional()
+        .describe('The Redis queue\'s name (default "codemode-tasks"); needs "redis".'),
+      maxRunning: integer(1, 1_000_000, "Tasks running at once: on this host (default 8), or with \"redis\" across every worker of the queue (default: no cap but each worker's --concurrency).").optional(),
+      lockMs: integer(1000, 3_600_000, "With \"redis\": how long a worker may go silent (dead, or cut off from Redis) before its tasks are marked lost, in ms (default 30000).").optional(),
     },
-    { error: 'an object { "maxOutputBytes"?, "cwdRoots"? }' },
+    { error: 'an object { "maxOutputBytes"?, "cwdRoots"?, "redis"?, "queue"?, "maxRunning"?, "lockMs"? }' },
   )
   .describe("Limits of the subagent tasks this configuration's runtime hosts.");
 
@@ -128,6 +139,18 @@ const declarations = z
   )
   .describe("How many bytes of tool declarations each reader gets: the model's prompt, and tool_search answers.");
 
+const approvals = z
+  .strictObject(
+    {
+      required: z
+        .array(z.string({ error: "a tool id" }).min(1, { error: "a tool id" }), { error: 'an array of tool ids (such as "write_file" or "github.create_issue")' })
+        .optional()
+        .describe("Tool ids (as codemode tools lists them) whose every call waits for a person's approval: asked on the terminal, through an MCP client's elicitation, or answered with codemode resume."),
+    },
+    { error: 'an object { "required"?: [tool ids] }' },
+  )
+  .describe("Calls that need a person's approval (docs/approvals.md).");
+
 export const configSchema = z
   .strictObject(
     {
@@ -142,6 +165,7 @@ export const configSchema = z
         .describe("Upstream MCP servers: programs reach their tools as tools.<name>.<tool>."),
       tasks: tasks.optional(),
       declarations: declarations.optional(),
+      approvals: approvals.optional(),
     },
     { error: "a JSON object" },
   )

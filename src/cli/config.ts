@@ -12,6 +12,7 @@ import { readRegularFile } from "../safe-fs.js";
 import { describeReceived } from "../text.js";
 import { closestNames, isCloseName } from "../tools/identifiers.js";
 import { configSchema, type RawConfig } from "./config-schema.js";
+import { redisUrlProblem } from "../tasks/redis/connection.js";
 
 export type { McpServerConfig, RemoteServerConfig, StdioServerConfig } from "../mcp/upstream.js";
 
@@ -29,6 +30,13 @@ export interface TasksConfig {
   maxOutputBytes?: number;
   /** Directories (absolute) a task's `cwd` may be in, besides the working directory. */
   cwdRoots?: string[];
+  /** Tasks on a Redis queue (BullMQ) run by `codemode worker` processes; see docs/distributed.md. */
+  redis?: string;
+  queue?: string;
+  /** Tasks running at once: on this host, or with `redis` across every worker of the queue. */
+  maxRunning?: number;
+  /** How long a worker may go silent before its tasks are lost, in ms. */
+  lockMs?: number;
 }
 
 export interface CodemodeConfig {
@@ -49,6 +57,8 @@ export interface CodemodeConfig {
    */
   workspace: false | { write: boolean; root?: string };
   tasks: TasksConfig;
+  /** Tool ids (as `codemode tools` lists them) whose every call needs a person's approval (docs/approvals.md). */
+  approvals: { required: string[] };
   /** Declarations budgets in bytes (`CodemodeOptions.declarations`); only those the file names. */
   declarations: { prompt?: number; search?: number };
 }
@@ -101,6 +111,13 @@ export function parseConfig(raw: unknown, where: { base: string; at?: string; te
     if (lines.length > shown.length) shown.push(`… and ${lines.length - shown.length} more problems in ${at}`);
     throw new ConfigError(shown.join("\n"));
   }
+  const redis = parsed.data.tasks?.redis;
+  // The URL may carry a password: the message says what is wrong with it, never what it is.
+  const redisProblem = redis === undefined ? undefined : redisUrlProblem(redis);
+  if (redisProblem) throw new ConfigError(`${at}${locator(where.text)({ path: ["tasks", "redis"] })}: tasks.redis ${redisProblem}`);
+  if (parsed.data.tasks?.queue !== undefined && redis === undefined) {
+    throw new ConfigError(`${at}${locator(where.text)({ path: ["tasks", "queue"] })}: tasks.queue names a Redis queue: set tasks.redis too, or remove it`);
+  }
   return resolveConfig(parsed.data, base);
 }
 
@@ -128,6 +145,9 @@ function resolveConfig(config: RawConfig, base: string): CodemodeConfig {
   const tasks: TasksConfig = {};
   if (config.tasks?.maxOutputBytes !== undefined) tasks.maxOutputBytes = config.tasks.maxOutputBytes;
   if (config.tasks?.cwdRoots !== undefined) tasks.cwdRoots = config.tasks.cwdRoots.map(path);
+  for (const key of ["redis", "queue", "maxRunning", "lockMs"] as const) {
+    if (config.tasks?.[key] !== undefined) (tasks as Record<string, unknown>)[key] = config.tasks[key];
+  }
   return {
     limits: { ...config.limits } as Partial<Limits>,
     dataDir: path(config.dataDir ?? DEFAULT_DATA_DIR),
@@ -137,6 +157,7 @@ function resolveConfig(config: RawConfig, base: string): CodemodeConfig {
     workspace,
     tasks,
     declarations: { ...config.declarations },
+    approvals: { required: [...(config.approvals?.required ?? [])] },
   };
 }
 

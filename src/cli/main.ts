@@ -7,10 +7,12 @@ import { ConfigError } from "./config.js";
 import { initCommand, INIT_HELP } from "./init.js";
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, write, type Io } from "./io.js";
 import { mcpCommand, MCP_HELP } from "./mcp.js";
+import { approvalsCommand, APPROVALS_HELP, resumeCommand, RESUME_HELP } from "./approvals.js";
 import { runCommand, RUN_HELP } from "./run.js";
 import { taskCommand, tasksCommand, TASK_HELP, TASKS_HELP } from "./tasks.js";
 import { toolsCommand, TOOLS_HELP } from "./tools.js";
 import { workflowCommand, WORKFLOW_HELP } from "./workflow.js";
+import { workerCommand, WORKER_HELP } from "./worker.js";
 
 export const HELP = `codemode — run model-written JavaScript in a sandbox with async tool bindings
 
@@ -18,6 +20,10 @@ Usage:
   codemode run <file|-> [--json] [--timeout <duration>] [--session <name>]
                          run a program; print its text() output (--json: all three channels);
                          subagents' progress is shown live on stderr when it is a terminal
+  codemode resume <continuation> [--allow <id>]… [--deny <id>]… [--always <id>]…
+                         continue a program that stopped for a person's approval
+  codemode approvals [list|revoke <digest>] [--session <name>]
+                         the approvals remembered per session; forget one or a session's
   codemode tasks [--status <s,…>] [--limit <n>] [--watch] [--json]
                          the subagent tasks in the data dir, as a table
   codemode task <id> [--follow] [--json]
@@ -29,6 +35,8 @@ Usage:
                          the tools a program can call with this configuration
   codemode mcp [--all-tools] [--no-output-schemas] [--declarations-budget <bytes>]
                          serve the runtime over MCP on stdio (ptc_run_code, ptc_*, tool_search, tool_info)
+  codemode worker [--config <file>] [--concurrency <n>]
+                         run subagent tasks from the configuration's Redis queue (docs/distributed.md)
   codemode init [--force]
                          write a starter codemode.json, a sample agent and hello.js
   codemode help [command]   (or codemode <command> -h)
@@ -37,14 +45,16 @@ Usage:
 Configuration: ./codemode.json, or --config <file> on run, workflow, tasks, task, tools and mcp —
 { "limits", "dataDir" (default .codemode/state), "agentsDir" (default .codemode/agents),
   "workspace": { "write", "root" } | false, "declarations": { "prompt", "search" },
-  "mcpServers": { "<name>": { "command", "args", "env" } | { "url", "headers" }, "startupTimeoutMs" } }
+  "mcpServers": { "<name>": { "command", "args", "env" } | { "url", "headers" }, "startupTimeoutMs" },
+  "approvals": { "required": ["<tool id>", …] } (calls that need a person's approval) }
 (schema/codemode.schema.json describes every field).
 Paths in the file, and the defaults above, are relative to the file. The workspace is
 "workspace.root", else the working directory (mcp: the file's folder). A configuration is
 trusted: run, tools and mcp start its mcpServers, and programs may spawn its command agents.
 Programs reach upstream MCP tools as tools.<server>.<tool>.
 
-Exit codes: 0 success, 1 the program failed, 2 usage or configuration error.
+Exit codes: 0 success, 1 the program failed, 2 usage or configuration error, 3 the program
+stopped for a person's approval (run and resume).
 `;
 
 type Command = (argv: readonly string[], io: Io) => Promise<number>;
@@ -57,6 +67,9 @@ const COMMANDS: Record<string, { run: Command; help: string }> = {
   tools: { run: toolsCommand, help: TOOLS_HELP },
   workflow: { run: workflowCommand, help: WORKFLOW_HELP },
   init: { run: initCommand, help: INIT_HELP },
+  worker: { run: workerCommand, help: WORKER_HELP },
+  resume: { run: resumeCommand, help: RESUME_HELP },
+  approvals: { run: approvalsCommand, help: APPROVALS_HELP },
 };
 
 export async function main(argv: readonly string[], io: Io = processIo()): Promise<number> {

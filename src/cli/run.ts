@@ -7,7 +7,9 @@ import { loadConfig } from "./config.js";
 import { text } from "node:stream/consumers";
 import { EXIT_FAILED, EXIT_OK, line, useColor, write, writeOutput, type Io } from "./io.js";
 import { SESSION_NAME } from "../codemode/sessions.js";
-import { openRuntime } from "./runtime.js";
+import { openRuntime, type Runtime } from "./runtime.js";
+import { canAsk, cliResumeHint, EXIT_INTERRUPTED, terminalAsker } from "./approvals.js";
+import type { RunResult } from "../codemode/run-result.js";
 import { ProgressView, progressMode } from "./progress.js";
 
 const RUN_FLAGS = {
@@ -29,7 +31,12 @@ status, label, output bytes, time, usage). CODEMODE_PROGRESS=0 turns it off; COD
 prints a line per status change even when stderr is not a terminal. FORCE_COLOR and NO_COLOR
 are honoured.
 
-Exit codes: 0 the program succeeded, 1 it failed (the failure is printed on stderr), 2 usage error.`,
+A call that needs a person's approval (docs/approvals.md) is asked on the terminal (y/n/always)
+when stdin and stderr are one; otherwise the program stops and its continuation is printed, for
+codemode resume.
+
+Exit codes: 0 the program succeeded, 1 it failed (the failure is printed on stderr), 2 usage error,
+3 it stopped for an approval (resume it with the printed codemode resume command).`,
 });
 
 
@@ -79,28 +86,37 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
     process.on("SIGINT", onSigint);
     let result: Awaited<ReturnType<typeof runtime.cm.run>>;
     try {
-      result = await runtime.cm.run(code, { signal: controller.signal, ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(session === undefined ? {} : { session }) });
+      // A call that needs a person is asked on the terminal when there is one (and the program did
+      // not come on stdin); otherwise the run stops and prints its continuation for codemode resume.
+      const ask = source !== "-" && canAsk(io) ? { askApproval: terminalAsker(io) } : {};
+      result = await runtime.cm.runInternal(code, { signal: controller.signal, resumeHint: cliResumeHint, ...ask, ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(session === undefined ? {} : { session }) });
     } finally {
       process.off("SIGINT", onSigint);
       progress.stop();
     }
-    // Upstream servers that did not start are part of this run's story too.
-    if (runtime.warnings.length > 0) result.details.warnings = [...runtime.warnings, ...result.details.warnings];
-    const ok = result.structuredContent.status === "ok";
-    if (flags.json) {
-      await write(io.stdout, JSON.stringify(result, null, 2) + "\n");
-    } else {
-      // The program's own text: exact into a pipe, its control characters made visible on a terminal.
-      const text = result.content.map((block) => block.text).join("\n");
-      await writeOutput(ok ? io.stdout : io.stderr, line(text));
-    }
-    // Background subagents live as long as this process: say so when closing stops some.
-    const active = runtime.cm.tasks.running + runtime.cm.tasks.queued;
-    if (active > 0) {
-      await write(io.stderr, `codemode: ${active} background task${active === 1 ? " was" : "s were"} still running and ${active === 1 ? "is" : "are"} stopped now that the program ended; wait for them in the program (await tools.ptc_task_wait({})) to keep their results\n`);
-    }
-    return ok ? EXIT_OK : EXIT_FAILED;
+    return await reportRun(result, flags.json === true, io, runtime);
   } finally {
     await runtime.close();
   }
+}
+
+/** Prints a run's result (content, or all three channels with --json) and returns the exit code. */
+export async function reportRun(result: RunResult, json: boolean, io: Io, runtime: Runtime): Promise<number> {
+  // Upstream servers that did not start are part of this run's story too.
+  if (runtime.warnings.length > 0) result.details.warnings = [...runtime.warnings, ...result.details.warnings];
+  const ok = result.structuredContent.status === "ok";
+  if (json) {
+    await write(io.stdout, JSON.stringify(result, null, 2) + "\n");
+  } else {
+    // The program's own text: exact into a pipe, its control characters made visible on a terminal.
+    const text = result.content.map((block) => block.text).join("\n");
+    await writeOutput(ok || result.structuredContent.status === "interrupted" ? io.stdout : io.stderr, line(text));
+  }
+  // Background subagents live as long as this process: say so when closing stops some.
+  const active = runtime.cm.tasks.running + runtime.cm.tasks.queued;
+  if (active > 0) {
+    await write(io.stderr, `codemode: ${active} background task${active === 1 ? " was" : "s were"} still running and ${active === 1 ? "is" : "are"} stopped now that the program ended; wait for them in the program (await tools.ptc_task_wait({})) to keep their results\n`);
+  }
+  if (result.structuredContent.status === "interrupted") return EXIT_INTERRUPTED;
+  return ok ? EXIT_OK : EXIT_FAILED;
 }

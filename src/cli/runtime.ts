@@ -6,6 +6,7 @@ import { dirname, join } from "node:path";
 import { createCodemode, type Codemode, type CodemodeOptions } from "../codemode/codemode.js";
 import { connectUpstreams, type Upstreams } from "../mcp/upstream.js";
 import type { Tool } from "../tools/index.js";
+import type { WorkerInfo } from "../tasks/index.js";
 import { ensurePrivateDir } from "../safe-fs.js";
 import { workspaceTools } from "../workspace/index.js";
 import type { CodemodeConfig } from "./config.js";
@@ -28,6 +29,8 @@ export interface RuntimeOptions {
   workspaceRoot?: string | null;
   /** Keep tasks and sessions in the configuration's data dir (default true); false: in memory. */
   persist?: boolean;
+  /** This runtime is a queue worker (`codemode worker`). */
+  worker?: WorkerInfo;
   /** Declarations budgets (`CodemodeOptions.declarations`), e.g. from `codemode mcp --declarations-budget`; over the configuration's. */
   declarations?: CodemodeOptions["declarations"];
 }
@@ -55,9 +58,19 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
       // A program calling a server that did not start is told why.
       unavailableTools: upstreams.unavailable,
       // The working directory is always a root; the configuration may add more.
-      tasks: { ...(config.tasks.maxOutputBytes !== undefined ? { maxOutputBytes: config.tasks.maxOutputBytes } : {}), ...(config.tasks.cwdRoots ? { cwdRoots: [cwd, ...config.tasks.cwdRoots] } : {}) },
+      tasks: {
+        ...(config.tasks.maxOutputBytes !== undefined ? { maxOutputBytes: config.tasks.maxOutputBytes } : {}),
+        ...(config.tasks.cwdRoots ? { cwdRoots: [cwd, ...config.tasks.cwdRoots] } : {}),
+        ...(config.tasks.maxRunning !== undefined ? { maxRunning: config.tasks.maxRunning } : {}),
+        ...(config.tasks.redis !== undefined ? { redis: config.tasks.redis } : {}),
+        ...(config.tasks.queue !== undefined ? { queue: config.tasks.queue } : {}),
+        ...(config.tasks.lockMs !== undefined ? { lockMs: config.tasks.lockMs } : {}),
+        ...(options.worker ? { worker: options.worker } : {}),
+      },
       ...(options.warm === false ? { workers: { min: 0 } } : {}),
       declarations: { ...config.declarations, ...options.declarations },
+      // Tools the configuration gates: every call asks a person (a terminal, an MCP client, or a continuation).
+      ...(config.approvals.required.length > 0 ? { hooks: { approve: gateByConfig(new Set(config.approvals.required)) } } : {}),
     });
   } catch (error) {
     await upstreams.close();
@@ -102,4 +115,8 @@ function legacyDataDir(config: CodemodeConfig, dataDir: string | undefined): str
   const old = dirname(dataDir);
   if (!existsSync(join(old, "tasks.db")) && !existsSync(join(old, "sessions"))) return [];
   return [`${old} holds tasks or sessions of an earlier codemode, whose default data dir it was; the default is now ${dataDir}. To keep using them, set "dataDir": ".codemode" in codemode.json (or move them)`];
+}
+
+function gateByConfig(required: ReadonlySet<string>): NonNullable<CodemodeOptions["hooks"]>["approve"] {
+  return (event) => (required.has(event.tool.id) ? "ask" : undefined);
 }

@@ -22,7 +22,9 @@ import {
   type ToolDescriptor,
   type ToolHooks,
 } from "../tools/index.js";
-import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type AgentInput } from "../tasks/index.js";
+import { AgentRegistry, createTaskStore, TaskHost, type AgentDefinition, type AgentInput, type TaskStore, type WorkerInfo } from "../tasks/index.js";
+import { queueNameProblem, redisUrlProblem } from "../tasks/redis/connection.js";
+import type { RemoteQueue } from "../tasks/remote.js";
 import { ensurePrivateDir, PrivateTempDir } from "../safe-fs.js";
 import { keepRuntimeFilesOut } from "../workspace/index.js";
 import { childToolProvider, codemodeScriptRunner, ptcTools } from "../ptc/index.js";
@@ -30,7 +32,10 @@ import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
 import { ptcWorkflowTool } from "../workflow/index.js";
 import { checkLimits, mergeLimits, type Limits } from "./limits.js";
 import { describeReceived as describe } from "../text.js";
-import { executeRun } from "./run.js";
+import { executeRun, type ApprovalAsker, type Resumption, type RunApprovals } from "./run.js";
+import { checkAnswers, RememberedApprovals, type ApprovalAnswerInput, type RememberedApproval } from "./approvals.js";
+import { codeDigest, ContinuationError, ContinuationVault, type PendingApproval } from "./continuation.js";
+import { hasApprovalPolicy, type ApprovalGate } from "../tools/index.js";
 import { SESSION_NAME, SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
 import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
@@ -53,7 +58,27 @@ export interface CodemodeOptions {
    * nesting (3), SIGTERM→SIGKILL grace (5000 ms), output kept per task (16 MiB), longest stdout
    * line of a line protocol (4 MiB), and the directories a task's `cwd` may be in (default: `cwd`).
    */
-  tasks?: { maxRunning?: number; maxQueued?: number; maxDepth?: number; killGraceMs?: number; maxOutputBytes?: number; maxLineBytes?: number; cwdRoots?: readonly string[] };
+  tasks?: {
+    maxRunning?: number;
+    maxQueued?: number;
+    maxDepth?: number;
+    killGraceMs?: number;
+    maxOutputBytes?: number;
+    maxLineBytes?: number;
+    cwdRoots?: readonly string[];
+    /**
+     * A Redis server (`redis://[user:password@]host:port[/db]`; a password may instead come from
+     * CODEMODE_REDIS_PASSWORD): task records and logs live there, and script, command and openai
+     * tasks are queued for `codemode worker` processes (BullMQ). Absent: the embedded store.
+     */
+    redis?: string;
+    /** The queue's name on that server (default "codemode-tasks"). */
+    queue?: string;
+    /** How long a worker may go silent before its tasks are lost (default 30000 ms). */
+    lockMs?: number;
+    /** This runtime is a queue worker (set by `codemode worker`): the tasks it claims name it. */
+    worker?: WorkerInfo;
+  };
   /**
    * Full paths of host tools that never change anything (default: the workspace's read-only
    * tools). Read-only agents reach only these; an upstream MCP tool counts only when listed here
@@ -62,6 +87,12 @@ export interface CodemodeOptions {
   readOnlyTools?: readonly string[];
   limits?: Partial<Limits>;
   hooks?: ToolHooks;
+  /**
+   * Continuations of runs interrupted for an approval (docs/approvals.md): signed with `key` (≥ 32
+   * bytes) and carrying the run's state, or, without a key, kept in the data dir (in memory
+   * without one); usable once, for `ttlMs` (default 24 hours).
+   */
+  approvals?: { key?: string | Buffer; ttlMs?: number };
   /** Check every view projection against the compact ⊆ full rule at run time. */
   development?: boolean;
   /**
@@ -73,7 +104,7 @@ export interface CodemodeOptions {
   workers?: {
     max?: number;
     min?: number;
-    /** Warm session instances each worker keeps between runs (default 4). */
+    /** Warm session instances each worker keeps between runs (default 8). */
     idleSessions?: number;
     /** Memory a worker may keep for its warm sessions after runs (default 8 MiB); past it the worker is replaced, freeing it. */
     idleBytes?: number;
@@ -106,6 +137,21 @@ export interface RunOptions {
   /** Default `result_view` for calls to tools with views that do not choose one. */
   resultView?: ResultView;
   limits?: Partial<Limits>;
+  /**
+   * Asks a person about calls that need approval while the program waits (a terminal, an MCP
+   * client's elicitation): answers by approval_id; undefined (or no answer for a call) interrupts
+   * the run instead, with a continuation.
+   */
+  askApproval?: (pending: PendingApproval[], signal: AbortSignal) => Promise<Record<string, ApprovalAnswerInput> | undefined>;
+}
+
+export interface ResumeOptions {
+  /** The person's answers, by approval_id: "allow", "deny", or { decision, remember: true } to remember it for the session. */
+  approvals?: Record<string, ApprovalAnswerInput>;
+  /** The program, if the caller sends it again: it must be the one that was interrupted. */
+  code?: string;
+  signal?: AbortSignal;
+  askApproval?: RunOptions["askApproval"];
 }
 
 /** What the runtime needs to run a program on behalf of a task (script agents). */
@@ -121,6 +167,29 @@ export interface InternalRunOptions extends RunOptions {
   trace?: TraceScope;
   /** Sees the program's text() output as it is flushed during the run (ptc_run_code's progress). */
   onOutput?: (chunks: readonly string[]) => void;
+  /** A resumed run: the state it continues and the answers. */
+  resume?: Resumption;
+  /** How an interrupted result tells its reader to resume (default: the library call). */
+  resumeHint?: RunApprovals["resumeHint"];
+}
+
+/** The gate of a direct call: the person is asked when it needs them; no answer refuses it (nothing can be resumed). */
+function directApproval(ask: NonNullable<RunOptions["askApproval"]>, signal: AbortSignal): ApprovalGate {
+  return async (request) => {
+    if (!request.required) return "allow";
+    const id = "call_1";
+    const answers = await ask([{ approval_id: id, tool: request.tool.id, input: request.input, digest: request.digest }], signal).catch(() => undefined);
+    const answer = answers?.[id];
+    const decision = typeof answer === "string" ? answer : answer?.decision;
+    if (decision === "allow") return "allow";
+    if (decision === "deny") return { deny: `tool "${request.tool.id}" call denied: the person asked to approve it said no; the tool did not run` };
+    return { deny: `tool "${request.tool.id}" needs a person's approval before it runs, and nobody answered; the tool did not run`, reason: "approval_required" };
+  };
+}
+
+/** The library's way to resume, as an interrupted run's content states it. */
+function libraryResumeHint(_continuation: string, pending: readonly PendingApproval[]): string {
+  return `cm.resume(result.structuredContent.continuation, { approvals: { ${pending.map((p) => `${JSON.stringify(p.approval_id)}: "allow"`).join(", ")} } })`;
 }
 
 const DEFAULT_SESSION = "default";
@@ -143,7 +212,56 @@ export class Codemode {
     /** The background subagents this runtime hosts (what `ptc_*` tools act on). */
     readonly tasks: TaskHost,
     private readonly sessions: SessionStores,
+    private readonly remembered: RememberedApprovals,
+    private readonly vault: ContinuationVault,
   ) {}
+
+  /** Approvals remembered per session (by approval digest): list them, revoke them. */
+  get approvals(): { list(filter?: { session?: string }): RememberedApproval[]; revoke(filter: { session?: string; digest?: string }): number } {
+    return { list: (filter) => this.remembered.list(filter), revoke: (filter) => this.remembered.revoke(filter) };
+  }
+
+  /**
+   * Continue a run that stopped for approvals (docs/approvals.md): the program runs again from
+   * the start, its completed calls answered from the run's ledger, the answered calls allowed
+   * or denied. Rejects with a ContinuationError (code "continuation_invalid") for an unknown,
+   * tampered, expired or used continuation, a changed program, or a replay that diverged.
+   */
+  async resume(continuation: string, options: ResumeOptions = {}): Promise<RunResult> {
+    this.assertOpen();
+    if (options === null || typeof options !== "object") throw new TypeError(`options must be an object { approvals?, code?, signal?, askApproval? }, got ${describe(options)}`);
+    for (const key of Object.keys(options)) if (!["approvals", "code", "signal", "askApproval"].includes(key)) throw new TypeError(`options.${key} is not a resume option; known: approvals, code, signal, askApproval`);
+    if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new TypeError(`options.signal must be an AbortSignal, got ${describe(options.signal)}`);
+    if (options.askApproval !== undefined && typeof options.askApproval !== "function") throw new TypeError(`options.askApproval must be a function, got ${describe(options.askApproval)}`);
+    return this.resumeInternal(continuation, options, {});
+  }
+
+  /** @internal resume() for ptc_run_code, with its own hint and progress. */
+  async resumeInternal(continuation: string, options: ResumeOptions & { session?: string }, internal: Pick<InternalRunOptions, "resumeHint" | "onOutput" | "depth" | "taskId" | "trace">): Promise<RunResult> {
+    const state = this.vault.peek(continuation);
+    if (options.code !== undefined && codeDigest(options.code) !== state.code_digest) {
+      throw new ContinuationError("program_changed", "the program is not the one that was interrupted: a resumed run replays the same program (send it unchanged, or leave code out); a changed program must be run anew");
+    }
+    if (options.session !== undefined && options.session !== state.session) {
+      throw new ContinuationError("session_mismatch", `this continuation belongs to session "${state.session}", not "${options.session}"; leave session out when resuming`);
+    }
+    const answers = checkAnswers(options.approvals, "approvals");
+    for (const id of answers.keys()) {
+      if (!state.pending.some((p) => p.approval_id === id)) {
+        throw new TypeError(`approvals["${id}"]: no call of this run waits for that approval; waiting: ${state.pending.map((p) => JSON.stringify(p.approval_id)).join(", ")}`);
+      }
+    }
+    this.vault.claim(state);
+    return this.runInternal(state.code, {
+      session: state.session,
+      limits: state.options.limits,
+      ...(state.options.resultView ? { resultView: state.options.resultView } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.askApproval ? { askApproval: options.askApproval } : {}),
+      ...internal,
+      resume: { state, answers },
+    });
+  }
 
   private get spillDir(): string {
     return typeof this.spill === "string" ? this.spill : this.spill.path;
@@ -189,7 +307,7 @@ export class Codemode {
     if (typeof code !== "string") throw new TypeError(`code must be a string of JavaScript, got ${describe(code)}`);
     const limits = mergeLimits(this.limits, options.limits ?? {}, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
     const session = options.session ?? DEFAULT_SESSION;
-    const store = options.ephemeralSession ? new Map<string, string>() : this.sessions.get(session);
+    const sessionStore = options.ephemeralSession ? new Map<string, string>() : this.sessions.get(session);
     let tools: ReadonlyMap<string, Tool> = this.toolPaths;
     if (options.allowTools) {
       const allowed = new Map<string, Tool>();
@@ -197,6 +315,16 @@ export class Codemode {
       tools = allowed;
     }
     let stored = false;
+    // Only a top-level program can stop for a person; a task's run refuses such calls (tools/invoke.ts).
+    const topLevel = (options.depth ?? 0) === 0 && options.taskId === undefined;
+    const gated = topLevel && (this.options.hooks?.approve !== undefined || [...tools.values()].some(hasApprovalPolicy));
+    const approvals: RunApprovals | undefined = gated
+      ? { remembered: this.remembered, vault: this.vault, resumeHint: options.resumeHint ?? libraryResumeHint, ...(options.askApproval ? { ask: options.askApproval as ApprovalAsker } : {}) }
+      : undefined;
+    // A run that may stop for an approval writes to a copy: an interrupted run leaves the session
+    // as it found it, so its resume (which stores the same values again) replays from the same state.
+    const before = approvals ? new Map(sessionStore) : undefined;
+    const store = before ? new Map(before) : sessionStore;
     const runId = randomUUID();
     const parentTrace = options.trace ?? traceScope(this.options.tracer);
     const traced = parentTrace && RunTrace.start(parentTrace, { runId, session, depth: options.depth ?? 0, ...(options.taskId !== undefined ? { taskId: options.taskId } : {}) });
@@ -217,6 +345,7 @@ export class Codemode {
         },
         ...(traced ? { trace: traced.scope } : {}),
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        ...(approvals ? { approvals } : {}),
         ...(this.options.unavailableTools ? { unavailable: this.options.unavailableTools as Record<string, string> } : {}),
       },
       {
@@ -229,6 +358,7 @@ export class Codemode {
         depth: options.depth ?? 0,
         taskId: options.taskId,
         globals: options.globals ?? {},
+        ...(options.resume ? { resume: options.resume } : {}),
       },
     ).catch((error: unknown) => {
       traced?.fail(error);
@@ -237,6 +367,15 @@ export class Codemode {
       this.tasks.endRun(runId);
       if (filtered) this.taskFilters.delete(options.taskId!);
     });
+    if (before && stored) {
+      if (result.structuredContent.status === "interrupted") stored = false;
+      else for (const key of new Set([...before.keys(), ...store.keys()])) {
+        const json = store.get(key);
+        if (json === before.get(key)) continue;
+        if (json === undefined) sessionStore.delete(key);
+        else sessionStore.set(key, json);
+      }
+    }
     if (stored && !options.ephemeralSession) {
       // The program ran and its calls took effect: a failed save is reported, not thrown.
       try {
@@ -253,7 +392,7 @@ export class Codemode {
    * Call a tool directly, as a model would, and get its three channels. Failures are `isError`
    * results. `progress` hears what the tool reports while it runs (`ctx.progress`).
    */
-  async callTool(name: string, input: unknown = {}, options: { signal?: AbortSignal; progress?: (message: string) => void } = {}): Promise<ToolCallResult> {
+  async callTool(name: string, input: unknown = {}, options: { signal?: AbortSignal; progress?: (message: string) => void; askApproval?: RunOptions["askApproval"] } = {}): Promise<ToolCallResult> {
     this.assertOpen();
     if (typeof name !== "string") throw new TypeError(`name must be a tool name string, got ${describe(name)}`);
     if (options.progress !== undefined && typeof options.progress !== "function") throw new TypeError(`options.progress must be a function (message: string) => void, got ${describe(options.progress)}`);
@@ -266,11 +405,13 @@ export class Codemode {
     try {
       const signal = options.signal ?? new AbortController().signal;
       const result = await invokeTool(tool, input, {
-        ctx: { signal, callId: `direct:${Date.now().toString(36)}`, runId: "direct", depth: 0, ...(options.progress ? { progress: options.progress } : {}) },
+        ctx: { signal, callId: `direct:${Date.now().toString(36)}`, runId: "direct", depth: 0, ...(options.progress ? { progress: options.progress } : {}), ...(options.askApproval ? { askApproval: options.askApproval } : {}) },
         hooks: this.options.hooks,
         outputBudget: this.limits.outputBudget,
         boundOutput,
         development: this.options.development ?? false,
+        // Called directly, a call that needs a person is asked when someone can be (an MCP client's elicitation).
+        ...(options.askApproval ? { approval: directApproval(options.askApproval, signal) } : {}),
         trace: traceScope(this.options.tracer),
       });
       // A program that failed is an error result for the model, though the tool itself worked.
@@ -343,7 +484,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   if (options.hooks !== undefined) {
     if (options.hooks === null || typeof options.hooks !== "object") throw new TypeError(`options.hooks must be an object of hook functions, got ${describe(options.hooks)}`);
     for (const [key, hook] of Object.entries(options.hooks)) {
-      if (!["preCall", "postCall", "postError"].includes(key)) throw new TypeError(`options.hooks.${key} is not a hook; known hooks: preCall, postCall, postError`);
+      if (!["approve", "preCall", "postCall", "postError"].includes(key)) throw new TypeError(`options.hooks.${key} is not a hook; known hooks: approve, preCall, postCall, postError`);
       if (hook !== undefined && typeof hook !== "function") throw new TypeError(`options.hooks.${key} must be a function, got ${describe(hook)}`);
     }
   }
@@ -375,6 +516,11 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   const agents = new AgentRegistry({ agents: options.agents ? [...options.agents] : undefined, dirs: options.agentDirs ? [...options.agentDirs] : undefined, cwd });
   // The data dir is the runtime's own: a real directory of this user, 0700 (see safe-fs.ts).
   if (dataDir) ensurePrivateDir(dataDir);
+  if (options.approvals !== undefined) {
+    if (options.approvals === null || typeof options.approvals !== "object") throw new TypeError(`options.approvals must be an object { key?, ttlMs? }, got ${describe(options.approvals)}`);
+    for (const key of Object.keys(options.approvals)) if (key !== "key" && key !== "ttlMs") throw new TypeError(`options.approvals.${key} is not an approvals option; known: key, ttlMs`);
+  }
+  const vault = new ContinuationVault({ ...options.approvals, ...(dataDir ? { dir: join(dataDir, "continuations") } : {}) });
   const spill = dataDir ? join(dataDir, "spill") : new PrivateTempDir("codemode-spill");
   // Workspace tools among the host's never reach the runtime's state nor write its agent files.
   keepRuntimeFilesOut(tools, { hide: dataDir ? [dataDir] : [], protect: agents.searched });
@@ -382,9 +528,11 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   // Script agents run programs on this very runtime; the runner exists once the runtime does.
   let runScript: ReturnType<typeof codemodeScriptRunner> | undefined;
   let childTools: ReturnType<typeof childToolProvider> | undefined;
-  const store = createTaskStore({ dataDir });
+  const { store, remote } = await openTaskBackend(options.tasks, dataDir);
   const tasks = new TaskHost({
     store,
+    ...(remote ? { remote } : {}),
+    ...(options.tasks?.worker ? { worker: options.tasks.worker } : {}),
     agents,
     cwd,
     dataDir,
@@ -419,7 +567,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     store.close();
     throw error;
   }
-  const cm = new Codemode(engine, limits, options, spill, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined));
+  const cm = new Codemode(engine, limits, options, spill, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined), new RememberedApprovals(dataDir), vault);
   try {
     const workflow = ptcWorkflowTool({ host: tasks, tools: () => cm.toolList(), hooks: options.hooks, development: options.development ?? false, limits });
     const searchable = (ctx: { taskId?: string }) => cm.visibleTools(ctx).filter((tool) => tool.name !== RUN_CODE_TOOL);
@@ -455,7 +603,7 @@ function checkDeclarationBudgets(value: CodemodeOptions["declarations"]): void {
 
 function checkRunOptions(options: RunOptions, where: string): InternalRunOptions {
   if (options === null || typeof options !== "object") throw new TypeError(`${where} must be an object, got ${describe(options)}`);
-  const known = new Set(["timeoutMs", "signal", "session", "resultView", "limits"]);
+  const known = new Set(["timeoutMs", "signal", "session", "resultView", "limits", "askApproval"]);
   for (const key of Object.keys(options)) {
     if (!known.has(key)) throw new TypeError(`${where}.${key} is not a run option; known: ${[...known].join(", ")}`);
   }
@@ -464,8 +612,25 @@ function checkRunOptions(options: RunOptions, where: string): InternalRunOptions
   if (options.session !== undefined && (typeof options.session !== "string" || !SESSION_NAME.test(options.session))) {
     throw new TypeError(`${where}.session must be 1–200 characters of letters, digits, "_", ".", ":", "@" or "-", got ${describe(options.session)}`);
   }
+  if (options.askApproval !== undefined && typeof options.askApproval !== "function") throw new TypeError(`${where}.askApproval must be a function (pending, signal) => Promise<answers | undefined>, got ${describe(options.askApproval)}`);
   if (options.resultView !== undefined && options.resultView !== "compact" && options.resultView !== "full") {
     throw new TypeError(`${where}.resultView must be "compact" or "full", got ${describe(options.resultView)}`);
   }
   return { ...options, limits: checkLimits(options.limits, `${where}.limits`) };
+}
+
+/** The embedded store (SQLite in the data dir, else memory), or Redis and its queue when configured. */
+async function openTaskBackend(tasks: CodemodeOptions["tasks"], dataDir: string | undefined): Promise<{ store: TaskStore; remote?: RemoteQueue }> {
+  if (tasks?.redis === undefined) return { store: createTaskStore({ dataDir }) };
+  const urlProblem = redisUrlProblem(tasks.redis);
+  // The URL may hold a password: the message says what is wrong with it, never what it is.
+  if (urlProblem) throw new TypeError(`options.tasks.redis ${urlProblem}`);
+  if (tasks.queue !== undefined && queueNameProblem(tasks.queue)) throw new TypeError(`options.tasks.queue ${queueNameProblem(tasks.queue)}, got ${describe(tasks.queue)}`);
+  if (tasks.lockMs !== undefined && (!Number.isSafeInteger(tasks.lockMs) || tasks.lockMs < 1000)) throw new RangeError(`options.tasks.lockMs must be an integer of at least 1000 ms, got ${describe(tasks.lockMs)}`);
+  // BullMQ, ioredis and the store's thread load only for a runtime that uses them.
+  const [{ BullRemoteQueue }, { RedisTaskStore, redisTarget }] = await Promise.all([import("../tasks/redis/queue.js"), import("../tasks/redis/store.js")]);
+  const target = redisTarget({ url: tasks.redis, ...(tasks.queue !== undefined ? { queue: tasks.queue } : {}), ...(tasks.lockMs !== undefined ? { lockMs: tasks.lockMs } : {}) });
+  const store = new RedisTaskStore(target);
+  // Connection trouble of the queue reaches the host's warnings, as the store's own does.
+  return { store, remote: new BullRemoteQueue(target, (message) => store.warn(message)) };
 }

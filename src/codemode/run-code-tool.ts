@@ -2,7 +2,9 @@
 // model directly or over MCP. Its description states the binding contract and the declarations of
 // every tool a program can reach, so a model never has to guess a result shape.
 import { z } from "zod";
-import { defineTool, type Tool } from "../tools/index.js";
+import { defineTool, ToolError, type Tool } from "../tools/index.js";
+import { ContinuationError, type PendingApproval } from "./continuation.js";
+import type { ApprovalAnswerInput } from "./approvals.js";
 import type { Codemode } from "./codemode.js";
 import { runStructuredSchema } from "./run-result.js";
 import { SESSION_NAME } from "./sessions.js";
@@ -11,6 +13,17 @@ import { formatBytes, summaryLine } from "../text.js";
 export const RUN_CODE_TOOL = "ptc_run_code";
 
 
+const answer = z.union([
+  z.enum(["allow", "deny"]),
+  z.object({ decision: z.enum(["allow", "deny"]), remember: z.boolean().optional().describe("Also allow (or deny) the same call for the rest of the session"), reason: z.string().max(500).optional() }),
+]);
+
+/** How an interrupted run's content tells a model to resume through this tool; the continuation is in the text, since a model reads only content. */
+function toolResumeHint(continuation: string, pending: readonly PendingApproval[]): string {
+  const approvals = `{ ${pending.map((p) => `${JSON.stringify(p.approval_id)}: "allow"`).join(", ")} }`;
+  return `call ${RUN_CODE_TOOL} with { "resume": ${JSON.stringify(continuation)}, "approvals": ${approvals} } (no code needed).`;
+}
+
 export const BINDING_CONTRACT = `Run a JavaScript (or TypeScript: types are stripped) program in a sandbox (QuickJS: no file system, network, require or import).
 Top-level await works; \`return\` ends the program with a value.
 - \`await tools.<name>(args)\` calls a tool: it resolves to the tool's structured result (the types below) or, for tools without an output type, the value the tool returned (\`unknown\`: check it before use); unknown argument keys are refused; a failure rejects with an Error whose name, code and message say what failed, and whose stack names the line where you awaited it.
@@ -18,7 +31,8 @@ Top-level await works; \`return\` ends the program with a value.
 - \`store(key, value)\` / \`load(key)\` keep JSON values between runs of the same session; \`sleep(ms)\`, setTimeout/clearTimeout work.
 - \`budget()\` returns what is left of this run: { ms_left, tool_calls_left, output_bytes_left }; check it in long loops and print what you have before it runs out.
 - Subagents: \`tools.ptc_subagent({ agent, task, background: true })\` returns a task_id at once; \`await tools.ptc_task_wait({})\` then waits for every background task the program spawned, in one call (no polling loop, no sleep) and returns before the deadline at the latest.
-- Unawaited tool calls are cancelled when the program ends.`;
+- Unawaited tool calls are cancelled when the program ends.
+- A call that needs a person's approval stops the program (status "interrupted", with the pending calls and a continuation): ask the user, then call this tool with { resume, approvals } — the program runs again from the start and its earlier calls are not repeated. A denied call rejects with code "tool_denied", reason "approval_denied".`;
 
 export function runCodeTool(cm: Codemode, declarations: string): Tool {
   return defineTool({
@@ -28,22 +42,38 @@ export function runCodeTool(cm: Codemode, declarations: string): Tool {
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
     description: `${BINDING_CONTRACT}\n\nTools a program can call:\n${declarations}`,
     input: z.object({
-      code: z.string().min(1).describe("The JavaScript program"),
+      code: z.string().min(1).optional().describe("The JavaScript program (leave out when resuming)"),
       timeout_ms: z.number().int().min(1).max(600_000).optional().describe("Wall-clock deadline (default 30000)"),
       session: z.string().regex(SESSION_NAME).optional().describe("Runs of one session share store()/load()"),
+      resume: z.string().min(1).optional().describe("The continuation of an interrupted run, to continue it"),
+      approvals: z.record(z.string(), answer).optional().describe('With resume: the person\'s answer per approval_id: "allow", "deny", or { decision, remember: true }'),
     }),
     output: runStructuredSchema,
     execute: async (input, ctx) => {
       const onOutput = ctx.progress ? outputProgress(ctx.progress) : undefined;
-      const result = await cm.runInternal(input.code, {
-        timeoutMs: input.timeout_ms,
-        session: input.session,
-        signal: ctx.signal,
-        depth: ctx.depth,
-        taskId: ctx.taskId,
-        ...(onOutput ? { onOutput } : {}),
-        ...(ctx.trace ? { trace: ctx.trace } : {}),
-      });
+      const ask = ctx.askApproval;
+      if (input.resume === undefined) {
+        if (input.approvals !== undefined) throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input "approvals" answers an interrupted run: give it together with "resume"`, { reason: "schema_invalid" });
+        if (input.code === undefined) throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input needs "code" (the program), or "resume" (a continuation) to continue an interrupted run`, { reason: "schema_invalid" });
+      } else if (input.timeout_ms !== undefined) {
+        throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input "timeout_ms" cannot change on resume: a resumed run keeps the limits it started with`, { reason: "schema_invalid" });
+      }
+      let result: Awaited<ReturnType<Codemode["runInternal"]>>;
+      if (input.resume !== undefined) {
+        try {
+          result = await cm.resumeInternal(
+            input.resume,
+            { ...(input.approvals ? { approvals: input.approvals as Record<string, ApprovalAnswerInput> } : {}), ...(input.code !== undefined ? { code: input.code } : {}), ...(input.session !== undefined ? { session: input.session } : {}), signal: ctx.signal, ...(ask ? { askApproval: ask } : {}) },
+            { resumeHint: toolResumeHint, depth: ctx.depth, ...(ctx.taskId ? { taskId: ctx.taskId } : {}), ...(onOutput ? { onOutput } : {}), ...(ctx.trace ? { trace: ctx.trace } : {}) },
+          );
+        } catch (error) {
+          if (error instanceof ContinuationError) throw new ToolError(error.code, error.message, { reason: error.reason });
+          if (error instanceof TypeError) throw new ToolError("tool_invalid_input", error.message, { reason: "schema_invalid" });
+          throw error;
+        }
+      } else {
+        result = await cm.runInternal(input.code!, { timeoutMs: input.timeout_ms, session: input.session, signal: ctx.signal, depth: ctx.depth, taskId: ctx.taskId, resumeHint: toolResumeHint, ...(ask ? { askApproval: ask } : {}), ...(onOutput ? { onOutput } : {}), ...(ctx.trace ? { trace: ctx.trace } : {}) });
+      }
       return { output: result.structuredContent, modelOutput: result.content.map((block) => block.text).join("\n"), details: result.details };
     },
   });

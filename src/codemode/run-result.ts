@@ -8,6 +8,8 @@ import type { OutputCollector } from "./output.js";
 import type { SourceNote } from "./run.js";
 import { codeFrame } from "./diagnose.js";
 import { formatBytes, headChars, takeHead, wellFormed } from "../text.js";
+import type { PendingApproval } from "./continuation.js";
+import { interruptedText } from "./approvals.js";
 
 export interface CallRecord {
   id: number;
@@ -16,11 +18,15 @@ export interface CallRecord {
   status: "ok" | "error" | "cancelled";
   durationMs: number;
   error?: string;
+  /** Answered from the ledger of the run this one resumes: the tool did not run again. */
+  replayed?: true;
+  /** The call waits for a person's approval (the run was interrupted there). */
+  awaitingApproval?: string;
 }
 
 /** A run's `structuredContent`: the output schema of `ptc_run_code`, and the type derived from it. */
 export const runStructuredSchema = z.object({
-  status: z.enum(["ok", "error"]),
+  status: z.enum(["ok", "error", "interrupted"]),
   value: z.unknown().optional(),
   error: z
     .object({
@@ -31,6 +37,13 @@ export const runStructuredSchema = z.object({
       hint: z.string().optional(),
     })
     .optional(),
+  /** Interrupted: the calls that wait for a person's decision (docs/approvals.md). */
+  pending_approvals: z
+    .array(z.object({ approval_id: z.string(), tool: z.string(), input: z.record(z.string(), z.unknown()), digest: z.string() }))
+    .optional()
+    .describe("status interrupted: the calls that wait for a person's decision"),
+  /** Interrupted: what cm.resume() / ptc_run_code({ resume }) continues the run from. */
+  continuation: z.string().optional().describe("status interrupted: pass it back as `resume` with the person's `approvals`"),
   tool_calls: z.number().int(),
   duration_ms: z.number(),
 });
@@ -176,4 +189,13 @@ function receipt(calls: CallRecord[], callCount: number): string {
   const more = callCount - Math.min(calls.length, RECEIPT_LINES);
   if (more > 0) lines.push(`- … and ${more} more`);
   return `Tool calls made before the failure (not undone):\n${lines.join("\n")}`;
+}
+
+/** An interrupted run (docs/approvals.md): what waits for whom, the continuation, and the receipt so far. */
+export function buildInterruptedResult(outcome: Pick<RunOutcome, "runId" | "durationMs" | "calls" | "callCount" | "callsOmitted" | "console" | "warnings" | "source">, pending: PendingApproval[], continuation: string, resumeHint: string): RunResult {
+  const structuredContent: RunStructuredContent = { status: "interrupted", pending_approvals: pending, continuation, tool_calls: outcome.callCount, duration_ms: outcome.durationMs };
+  const details: RunDetails = { runId: outcome.runId, durationMs: outcome.durationMs, calls: outcome.calls, console: outcome.console, warnings: outcome.warnings.map(wellFormed) };
+  if (outcome.callsOmitted > 0) details.callsOmitted = outcome.callsOmitted;
+  if (outcome.source && Object.keys(outcome.source).length > 0) details.source = outcome.source;
+  return { content: [{ type: "text", text: wellFormed(interruptedText(pending, resumeHint)) }], structuredContent, details };
 }

@@ -358,6 +358,15 @@ export function encodePlainJson(value: unknown): BjsonEncoding | undefined {
   return run((w, v) => encodeAny(w, v, 0), value);
 }
 
+/**
+ * A tool result for the guest: the encoding of `[value]` (the prelude tells it from a JSON text
+ * by its type and takes element 0), or undefined for anything that must take the JSON path.
+ */
+export function encodeToolResult(value: unknown): BjsonEncoding | undefined {
+  if (value === undefined) return undefined;
+  return run((w, v) => encodeAny(w, v, 0), [value]);
+}
+
 // ---- encoders generated per schema ---------------------------------------------------------------
 
 interface Def {

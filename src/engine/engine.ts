@@ -4,10 +4,14 @@
 // harder deadline: a worker that has not answered shortly after the deadline is stuck in a
 // builtin that never polls the interrupt handler, and is terminated. A terminated or crashed
 // worker takes its WASM instances with it; a replacement is started at once.
-import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
+import { availableParallelism } from "node:os";
+import { Worker } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
 import { compiledModule } from "./wasm-module.js";
-import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, LayoutMessage, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
+import { HostBridge, type BridgeMessage } from "./ring.js";
+import { formatSettle, parseBatch } from "./bridge-format.js";
+import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
+import type { MemoryLayout } from "./snapshot.js";
 
 /** Workers that may die before becoming ready, in a row, before queued runs are failed instead of retried. */
 const START_ATTEMPTS = 3;
@@ -15,6 +19,17 @@ const START_ATTEMPTS = 3;
 const AFFINITY_SESSIONS = 8;
 /** How long past the deadline (or an abort) a worker may take to answer before it is terminated. */
 const HARD_STOP_GRACE_MS = 400;
+/** Workers kept warm by default: two where there are two cores, so a run starts while another runs. */
+const DEFAULT_MIN_WORKERS = Math.min(2, availableParallelism());
+/** Warm instances a worker keeps by default (a restored snapshot instance costs its template, ~270 KiB, plus the pages its runs touched). */
+const DEFAULT_IDLE_SESSIONS = 8;
+/**
+ * How long a run waits for its session's own worker when that one is busy and another is free:
+ * moving costs the session a new instance (6-12 ms) and leaves its warm one behind.
+ */
+const AFFINITY_WAIT_MS = 4;
+/** The warm workers after the first start this much later (the first run needs the cores). */
+const WARM_WORKERS_DELAY_MS = 200;
 /** Memory a worker may keep for its warm sessions before it is replaced. */
 const DEFAULT_IDLE_BYTES = 8 * 1024 * 1024;
 
@@ -29,7 +44,7 @@ export interface EngineOptions {
   defaultMemoryBytes: number;
   /** V8 heap of each worker thread, in MiB (its own JavaScript, not the guest's memory; default 512). */
   workerHeapMb?: number;
-  /** Warm session instances each worker keeps between runs (default 4); the least recently used goes first. */
+  /** Warm session instances each worker keeps between runs (default 8); the least recently used goes first. */
   idleSessions?: number;
   /**
    * Memory a worker may keep resident for its warm sessions after its runs (default 8 MiB). A
@@ -37,7 +52,24 @@ export interface EngineOptions {
    * host returns to its baseline instead of keeping the high-water mark of every session.
    */
   idleBytes?: number;
+  /**
+   * Restore each instance from a snapshot of its fresh template after every run (default: on,
+   * unless the environment sets CODEMODE_SNAPSHOTS=off). Off, or where the start-up self-test
+   * fails, every run builds its runtime, context and prelude (the ordinary path).
+   */
+  snapshots?: boolean;
+  /**
+   * Send plain-JSON tool results in QuickJS's binary format (default: on, unless the environment
+   * sets CODEMODE_BINARY_RESULTS=off); either way the program gets the same values.
+   */
+  binaryResults?: boolean;
+  /** For tests: a memory layout the workers use instead of deriving one (a wrong one must fail the self-test). */
+  layout?: MemoryLayout;
 }
+
+/** The reason snapshots are unsupported is worth saying once per process, not per worker. */
+let fallbackWarned = false;
+let binaryWarned = false;
 
 export interface RunCallbacks {
   /** The program called a tool; answer with `handle.settle(callId, …)`. */
@@ -47,7 +79,10 @@ export interface RunCallbacks {
 }
 
 export interface RunHandle {
-  settle(callId: number, ok: boolean, json: string): void;
+  /** A tool result: JSON text, or for a value `encodeToolResult(value).bytes` when `binaryResults`. */
+  settle(callId: number, ok: boolean, json: string | Uint8Array): void;
+  /** The worker running the program decodes results in QuickJS's binary format (false until it is known). */
+  readonly binaryResults: boolean;
   abort(): void;
   readonly done: Promise<DoneMessage>;
   /** When the run times out (epoch ms), once a worker took it; undefined while it waits for one. */
@@ -65,8 +100,12 @@ interface ActiveRun {
 
 interface Slot {
   worker: Worker;
-  /** Tool results go here, so a waiting run can take them without an event-loop turn. */
-  settlePort: MessagePort;
+  /** Tool results go to the worker here, and the run's messages come back: no thread wake-up per message. */
+  bridge: HostBridge;
+  /** Tool results of this turn of the event loop, sent together (the worker settles them in one delivery). */
+  settles: BridgeMessage[];
+  /** The worker passed the binary-JSON self-test. */
+  binaryResults: boolean;
   abortView: Int32Array;
   ready: Promise<void>;
   isReady: boolean;
@@ -82,6 +121,8 @@ interface Waiting {
   resolve(done: DoneMessage): void;
   /** The worker the run was given, once it left the queue. */
   slot?: Slot;
+  /** When it was queued (performance.now()): how long it may still wait for its own worker. */
+  queuedAt: number;
 }
 
 export class SandboxEngine {
@@ -96,21 +137,32 @@ export class SandboxEngine {
   /** Workers that exited before they were ready, in a row. */
   private startFailures = 0;
   private abortSeq = 0;
+  private affinityTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Workers spinning for a tool result right now (shared with every worker), at most one fewer than the cores. */
+  private readonly spinners = new SharedArrayBuffer(4);
   private replaced = 0;
-  /** Where the allocator keeps its break: the first worker finds it, later ones are told. */
-  private layout: LayoutMessage["layout"] | undefined;
+  /** This build's memory layout: the first worker derives it, later ones are told. */
+  private layout: MemoryLayout | undefined;
+  private readonly snapshots: boolean;
+  private readonly binaryResults: boolean;
 
   constructor(private readonly options: EngineOptions) {
     this.maxWorkers = options.maxWorkers ?? 16;
-    this.minWorkers = Math.min(options.minWorkers ?? 1, this.maxWorkers);
+    this.minWorkers = Math.min(options.minWorkers ?? DEFAULT_MIN_WORKERS, this.maxWorkers);
     this.idleMs = options.idleMs ?? 30_000;
+    this.snapshots = options.snapshots ?? process.env.CODEMODE_SNAPSHOTS !== "off";
+    this.layout = options.layout;
+    this.binaryResults = options.binaryResults ?? process.env.CODEMODE_BINARY_RESULTS !== "off";
   }
 
-  /** Start the warm workers; resolves when they can take a run without paying start-up. */
+  /**
+   * Start the warm workers; resolves when the first can take a run without paying start-up. The
+   * others start once it is ready: on two cores, starting them together delays the first.
+   */
   async start(): Promise<void> {
-    const starting: Promise<void>[] = [];
-    while (this.slots.size < this.minWorkers) starting.push(this.spawn().ready);
-    await Promise.all(starting);
+    if (this.slots.size === 0 && this.minWorkers > 0) await this.spawn().ready;
+    // The rest a moment later: a cold start's first run is usually on its way.
+    setTimeout(() => this.refill(), WARM_WORKERS_DELAY_MS).unref();
   }
 
   get workerCount(): number {
@@ -126,18 +178,24 @@ export class SandboxEngine {
     if (this.closed) throw new Error("the sandbox engine is closed");
     let resolve!: (done: DoneMessage) => void;
     const done = new Promise<DoneMessage>((r) => (resolve = r));
-    const waiting: Waiting = { request, callbacks, resolve };
+    const waiting: Waiting = { request, callbacks, resolve, queuedAt: performance.now() };
     this.queue.push(waiting);
     this.dispatch();
     return {
       done,
+      get binaryResults() {
+        const slot = waiting.slot;
+        return slot?.binaryResults === true && !slot.exited;
+      },
       get deadline() {
         return waiting.slot ? request.deadline : undefined;
       },
       settle: (callId, ok, json) => {
         const slot = waiting.slot;
         if (!slot || slot.active?.request !== request || slot.active.finished) return;
-        if (!slot.exited) slot.settlePort.postMessage({ type: "settle", runId: request.runId, callId, ok, json } satisfies SettleMessage);
+        if (slot.exited) return;
+        if (slot.settles.length === 0) queueMicrotask(() => this.sendSettles(slot));
+        slot.settles.push(formatSettle(request.abortSeq, callId, ok, json));
       },
       abort: () => {
         const slot = waiting.slot;
@@ -152,6 +210,8 @@ export class SandboxEngine {
         active.stopKind ??= "aborted";
         // The word names the run to stop, so no reset is needed and a late abort cannot hit the next run.
         Atomics.store(slot.abortView, 0, request.abortSeq);
+        // Wakes a worker asleep in Atomics.wait; the message reaches one between runs' steps.
+        if (!slot.exited) slot.bridge.abort(request.abortSeq);
         this.send(slot, { type: "abort", runId: request.runId });
         this.armHardStop(slot, active, HARD_STOP_GRACE_MS);
       },
@@ -160,6 +220,7 @@ export class SandboxEngine {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.affinityTimer);
     for (const waiting of this.queue.splice(0)) {
       waiting.resolve(stoppedBeforeStart(waiting.request.runId, "aborted", "the runtime was closed before the run started"));
     }
@@ -168,6 +229,7 @@ export class SandboxEngine {
       if (slot.active && !slot.active.finished) this.finish(slot, slot.active, hardStopped(slot.active, "aborted", "the runtime was closed while the program ran"));
       clearTimeout(slot.idleTimer);
       slot.exited = true;
+      slot.bridge.close();
       exits.push(slot.worker.terminate());
     }
     this.slots.clear();
@@ -176,20 +238,22 @@ export class SandboxEngine {
 
   private spawn(): Slot {
     const abortBuffer = new SharedArrayBuffer(4);
-    const settles = new MessageChannel();
-    settles.port1.unref();
+    const bridge = new HostBridge();
     const worker = new Worker(this.entry, {
       workerData: {
         prelude: this.prelude,
         abortBuffer,
-        maxInstances: this.options.idleSessions ?? 4,
+        maxInstances: this.options.idleSessions ?? DEFAULT_IDLE_SESSIONS,
         maxHeldBytes: this.options.idleBytes ?? DEFAULT_IDLE_BYTES,
         defaultMemoryBytes: this.options.defaultMemoryBytes,
-        settlePort: settles.port2,
+        bridge: bridge.init,
         wasmModule: compiledModule(),
+        snapshots: this.snapshots,
+        spinners: this.spinners,
+        maxSpinners: Math.max(1, availableParallelism() - 1),
         ...(this.layout ? { layout: this.layout } : {}),
       },
-      transferList: [settles.port2],
+      transferList: bridge.transfer,
       // A large native stack lets QuickJS's own stack limit trip first, as a catchable RangeError.
       resourceLimits: { stackSizeMb: 32, maxOldGenerationSizeMb: this.options.workerHeapMb ?? 512 },
       stdout: false,
@@ -199,7 +263,9 @@ export class SandboxEngine {
     let markReady!: () => void;
     const slot: Slot = {
       worker,
-      settlePort: settles.port1,
+      bridge,
+      settles: [],
+      binaryResults: false,
       abortView: new Int32Array(abortBuffer),
       ready: new Promise<void>((r) => (markReady = r)),
       isReady: false,
@@ -211,6 +277,21 @@ export class SandboxEngine {
         this.layout ??= message.layout;
         return;
       }
+      if (message.type === "binary") {
+        slot.binaryResults = message.ok && this.binaryResults;
+        if (!message.ok && !binaryWarned) {
+          binaryWarned = true;
+          process.emitWarning(`codemode-runtime: tool results cross as JSON only: ${message.reason}`, { code: "CODEMODE_BINARY_RESULTS_UNSUPPORTED" });
+        }
+        return;
+      }
+      if (message.type === "fallback") {
+        if (!fallbackWarned) {
+          fallbackWarned = true;
+          process.emitWarning(`codemode-runtime: snapshot-fresh runs are off, every run builds its runtime instead (slower, as safe): ${message.reason}`, { code: "CODEMODE_SNAPSHOTS_UNSUPPORTED" });
+        }
+        return;
+      }
       if (message.type === "ready") {
         slot.isReady = true;
         this.startFailures = 0;
@@ -220,8 +301,12 @@ export class SandboxEngine {
       }
       this.onMessage(slot, message);
     });
+    bridge.onMessage((frame) => {
+      for (const message of parseBatch(frame)) this.onMessage(slot, message);
+    });
     worker.on("error", (error) => this.onExit(slot, error));
     worker.on("exit", () => {
+      bridge.close();
       markReady();
       this.onExit(slot, undefined);
     });
@@ -231,7 +316,7 @@ export class SandboxEngine {
 
   private onMessage(slot: Slot, message: WorkerToHost): void {
     const active = slot.active;
-    if (!active || active.finished || message.type === "ready" || message.type === "layout" || message.runId !== active.request.runId) return;
+    if (!active || active.finished || message.type === "ready" || message.type === "layout" || message.type === "fallback" || message.type === "binary" || message.runId !== active.request.runId) return;
     switch (message.type) {
       case "call":
         active.callbacks.onCall(message.callId, message.path, message.args);
@@ -257,6 +342,7 @@ export class SandboxEngine {
     if (!this.slots.has(slot)) return;
     this.slots.delete(slot);
     slot.exited = true;
+    slot.bridge.close();
     clearTimeout(slot.idleTimer);
     const active = slot.active;
     if (!slot.isReady) this.startFailures++;
@@ -324,11 +410,20 @@ export class SandboxEngine {
   }
 
   private dispatch(): void {
-    while (this.queue.length > 0) {
-      const next = this.queue[0];
-      const slot = this.pickSlot(next.request.session);
-      if (!slot) return;
-      this.queue.shift();
+    clearTimeout(this.affinityTimer);
+    this.affinityTimer = undefined;
+    let waitUntil = Infinity;
+    for (let index = 0; index < this.queue.length; ) {
+      const next = this.queue[index]!;
+      const slot = this.pickSlot(next);
+      if (slot === "own-busy") {
+        // Left in the queue for its own worker; later runs may take the free one meanwhile.
+        waitUntil = Math.min(waitUntil, next.queuedAt + AFFINITY_WAIT_MS);
+        index++;
+        continue;
+      }
+      if (!slot) break;
+      this.queue.splice(index, 1);
       clearTimeout(slot.idleTimer);
       slot.idleTimer = undefined;
       const active: ActiveRun = { request: next.request, callbacks: next.callbacks, resolve: next.resolve, finished: false };
@@ -341,14 +436,25 @@ export class SandboxEngine {
       this.send(slot, active.request);
       this.armHardStop(slot, active, active.request.limits.timeoutMs + HARD_STOP_GRACE_MS);
     }
+    if (waitUntil !== Infinity) {
+      this.affinityTimer = setTimeout(() => this.dispatch(), Math.max(0, waitUntil - performance.now()));
+      this.affinityTimer.unref?.();
+    }
     this.scheduleIdle();
   }
 
-  private pickSlot(session: string): Slot | undefined {
+  /** A free worker for the run (its session's own first), "own-busy" while it should wait for its own, or none. */
+  private pickSlot(waiting: Waiting): Slot | "own-busy" | undefined {
+    const session = waiting.request.session;
     let free: Slot | undefined;
     let starting = 0;
+    let ownBusy = false;
     for (const slot of this.slots) {
-      if (slot.active || slot.exited) continue;
+      if (slot.exited) continue;
+      if (slot.active) {
+        if (slot.sessions.has(session)) ownBusy = true;
+        continue;
+      }
       if (!slot.isReady) {
         starting++;
         continue;
@@ -356,6 +462,7 @@ export class SandboxEngine {
       if (slot.sessions.has(session)) return slot;
       free ??= slot;
     }
+    if (free && ownBusy && performance.now() - waiting.queuedAt < AFFINITY_WAIT_MS) return "own-busy";
     if (free) return free;
     // No ready worker: start one unless enough are already starting for the queue.
     if (this.slots.size < this.maxWorkers && starting < this.queue.length) this.spawn();
@@ -371,7 +478,8 @@ export class SandboxEngine {
   private scheduleIdle(): void {
     let idle = 0;
     for (const slot of this.slots) {
-      if (slot.active || slot.exited) continue;
+      // A worker still starting is not idle: it was started for a run that may be waiting for it.
+      if (slot.active || slot.exited || !slot.isReady) continue;
       idle++;
       if (idle > this.minWorkers && !slot.idleTimer) {
         slot.idleTimer = setTimeout(() => {
@@ -384,6 +492,12 @@ export class SandboxEngine {
         slot.idleTimer.unref?.();
       }
     }
+  }
+
+  private sendSettles(slot: Slot): void {
+    const settles = slot.settles.splice(0);
+    if (slot.exited) return;
+    for (const settle of settles) slot.bridge.send(settle);
   }
 
   private send(slot: Slot, message: HostToWorker): void {

@@ -7,6 +7,8 @@
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
 import type { WasmInstance } from "./wasm-instance.js";
 import { newGuestString } from "./fast-string.js";
+import { decodeInGuest } from "./bjson.js";
+import { freshVm, type GuestVm, type HostDispatch } from "./guest-vm.js";
 import { formatBytes } from "../text.js";
 import { closestNames } from "../tools/identifiers.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, GuestError, RunRequest, SettleMessage, Stall, WorkerToHost } from "./protocol.js";
@@ -15,12 +17,9 @@ import type { ConsoleLine, DoneMessage, ErrorKind, GuestError, RunRequest, Settl
 const PROGRAM_PREFIX = "(async () => {";
 const PROGRAM_SUFFIX = "\n})()";
 const PROGRAM_FILE = "program.js";
-const PRELUDE_FILE = "codemode-prelude.js";
 /** Output is handed to the host in batches so a flood of tiny `text()` calls is not a flood of messages. */
 const FLUSH_BYTES = 256 * 1024;
 const CONSOLE_LINES = 500;
-/** How long a run waiting on tool calls polls for their results before sleeping on the event loop. */
-const SETTLE_SPIN_MS = 0.2;
 const CONSOLE_LINE_CHARS = 2_000;
 /** setTimeout callbacks whose exceptions are reported one by one; the rest are counted. */
 const UNCAUGHT_REPORTED = 5;
@@ -28,11 +27,53 @@ const UNCAUGHT_REPORTED = 5;
 type StopReason = "timeout" | "aborted" | "call_limit" | "deadlock";
 
 interface Timer {
-  handle: ReturnType<typeof setTimeout>;
+  /** performance.now() time at which it fires. */
+  due: number;
+  /** Creation order: timers due at the same time fire in it. */
+  order: number;
   deferred: QuickJSDeferredPromise;
 }
 
+/**
+ * The run's side of the bridge to the host. Messages the run posts are collected and sent by
+ * `send()`; host messages (tool results) are delivered through `GuestRun.settle` by `poll()`.
+ */
+export interface HostLink {
+  /** Send what the run posted since the last send, in order, as one batch. */
+  send(): void;
+  /** Deliver the tool results that have arrived; true if there were any. */
+  poll(): boolean;
+  /**
+   * Block the thread until a host message, an abort of this run or `untilMs` (a performance.now()
+   * time: the deadline or the next timer), whichever comes first. Blocking is what lets a
+   * result wake the run without an event-loop turn; terminating the worker still stops it.
+   */
+  wait(untilMs: number, callsInFlight: number): void;
+}
+
+/** For a run with no host behind it (tests): nothing arrives, waits only pass time. */
+function localLink(): HostLink {
+  const word = new Int32Array(new SharedArrayBuffer(4));
+  return {
+    send() {},
+    poll: () => false,
+    wait(untilMs) {
+      const remaining = untilMs - performance.now();
+      if (remaining > 0) Atomics.wait(word, 0, 0, Math.min(remaining, 50));
+    },
+  };
+}
+
+/** Where a run's VM comes from: a snapshot's restored template, or one built for the run. */
+export interface VmSource {
+  /** The host function of the VM dispatches through this (set while the run owns the VM). */
+  dispatch: HostDispatch;
+  open(): GuestVm;
+}
+
 export class GuestRun {
+  private vm: GuestVm | undefined;
+  private readonly source: VmSource;
   private runtime!: QuickJSRuntime;
   private context!: QuickJSContext;
   private stopReason: StopReason | undefined;
@@ -55,8 +96,9 @@ export class GuestRun {
   private consoleLines = 0;
   private consoleDropped = 0;
   private readonly warnings: string[] = [];
-  private wake: (() => void) | undefined;
-  private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  private nextTimerOrder = 0;
+  /** A call was sent in this job pump already: later ones wait for the pump's end, to go as one batch. */
+  private sentThisPump = false;
   /** UTF-8 bytes of text() output so far, joining newlines included: what budget() reports. */
   private textBytes = 0;
   private textPieces = 0;
@@ -69,12 +111,18 @@ export class GuestRun {
   constructor(
     private readonly instance: WasmInstance,
     private readonly request: RunRequest,
-    private readonly prelude: string,
+    prelude: string,
     private readonly abortFlag: Int32Array,
     private readonly post: (message: WorkerToHost) => void,
     /** Takes tool results already queued for this worker; true if it settled any. */
-    private readonly pollSettles: () => boolean = () => false,
+    private readonly link: HostLink = localLink(),
+    source?: VmSource,
   ) {
+    if (source) this.source = source;
+    else {
+      const dispatch: HostDispatch = { current: undefined };
+      this.source = { dispatch, open: () => freshVm(instance, prelude, dispatch, undefined) };
+    }
     this.store = new Map(Object.entries(request.store));
     for (const [key, json] of this.store) this.storeBytes += key.length + json.length;
     this.heapExhaustedAtStart = instance.heapExhausted;
@@ -84,12 +132,31 @@ export class GuestRun {
     return this.request.runId;
   }
 
+  /** The run's number on its worker: tool results and aborts name it. */
+  get abortSeq(): number {
+    return this.request.abortSeq;
+  }
+
   /** A tool result from the host. Late results (after the run ended) are ignored. */
-  settle(message: SettleMessage): void {
+  settle(message: Pick<SettleMessage, "callId" | "ok" | "json">): void {
     const deferred = this.inflight.get(message.callId);
     if (!deferred) return;
     this.inflight.delete(message.callId);
-    if (message.ok) {
+    if (typeof message.json !== "string") {
+      // Already a value ([result]: see the prelude), decoded from QuickJS's own format.
+      const decoded = decodeInGuest(this.context, message.json);
+      if ("value" in decoded) {
+        deferred.resolve(decoded.value);
+        decoded.value.dispose();
+      } else if ("error" in decoded) {
+        deferred.reject(decoded.error);
+        decoded.error.dispose();
+      } else {
+        const error = this.context.newError({ name: "InternalError", message: "out of memory" });
+        deferred.reject(error);
+        error.dispose();
+      }
+    } else if (message.ok) {
       // The prelude parses it with its pristine JSON.parse.
       const json = newGuestString(this.context, message.json);
       deferred.resolve(json);
@@ -101,7 +168,6 @@ export class GuestRun {
       error.dispose();
     }
     deferred.dispose();
-    this.wake?.();
   }
 
   /** An Error the program can catch: name, message, and the machine-readable code and reason. */
@@ -149,7 +215,6 @@ export class GuestRun {
 
   abort(): void {
     this.stopReason ??= "aborted";
-    this.wake?.();
   }
 
   async execute(): Promise<DoneMessage> {
@@ -157,11 +222,16 @@ export class GuestRun {
     let outcome: Omit<DoneMessage, "type" | "runId" | "warnings" | "pendingCalls" | "instanceDiscarded">;
     let discarded = false;
     try {
-      this.runtime = instance.module.newRuntime();
+      this.source.dispatch.current = (args) => this.hostCall(args);
+      const vm = (this.vm = this.source.open());
+      this.runtime = vm.runtime;
+      this.context = vm.context;
       this.runtime.setMemoryLimit(request.limits.memoryBytes);
       this.runtime.setMaxStackSize(request.limits.stackBytes);
-      this.context = this.runtime.newContext();
-      outcome = await this.runProgram();
+      if (request.randomSeed !== undefined && !vm.seedRandom(BigInt(request.randomSeed))) {
+        this.warnings.push("randomSeed was not applied: this build's Math.random state could not be located");
+      }
+      outcome = await this.runProgram(vm);
     } catch (error) {
       // Anything thrown by the engine itself (not by the guest) means the instance trapped.
       discarded = true;
@@ -196,29 +266,22 @@ export class GuestRun {
     return false;
   }
 
-  private async runProgram(): Promise<Pick<DoneMessage, "ok" | "valueJson" | "error">> {
+  private async runProgram(vm: GuestVm): Promise<Pick<DoneMessage, "ok" | "valueJson" | "error">> {
     const { context, runtime, request } = this;
-    const host = context.newFunction("__codemode_host", (...args) => this.hostCall(args));
-    context.setProp(context.global, "__codemode_host", host);
-    host.dispose();
-    const config = context.newString(JSON.stringify({ tools: request.tools, globals: request.globals }));
-    context.setProp(context.global, "__codemode_config", config);
+    const { result: serialise, error: describe, install } = vm.handles;
+    this.fromJson = vm.handles.fromJson;
+    const config = newGuestString(context, JSON.stringify({ tools: request.tools, globals: request.globals, determinism: request.determinism }));
+    const installed = context.callFunction(install, context.undefined, config);
     config.dispose();
-
-    const preludeResult = context.evalCode(compactPrelude(this.prelude), PRELUDE_FILE, { type: "global", strict: true });
-    if (preludeResult.error) {
-      const description = context.dump(preludeResult.error);
-      preludeResult.error.dispose();
+    if (installed.error) {
+      const description = context.dump(installed.error);
+      installed.error.dispose();
       throw new Error(`the guest prelude failed to start: ${JSON.stringify(description)}`);
     }
-    const hostInterface = preludeResult.value;
-    const serialise = context.getProp(hostInterface, "result");
-    const describe = context.getProp(hostInterface, "error");
-    this.fromJson = context.getProp(hostInterface, "fromJson");
-    hostInterface.dispose();
+    installed.value.dispose();
     // Only the user's program is interruptible: the prelude is ours, short, and must finish.
     runtime.setInterruptHandler(() => this.shouldInterrupt());
-    try {
+    {
       if (this.shouldInterrupt()) return { ok: false, error: this.stopError() };
       this.runningSince = performance.now();
       const evaluated = context.evalCode(PROGRAM_PREFIX + request.code + PROGRAM_SUFFIX, PROGRAM_FILE, { type: "global" });
@@ -237,83 +300,96 @@ export class GuestRun {
         this.program = undefined;
         program.dispose();
       }
-    } finally {
-      serialise.dispose();
-      describe.dispose();
-      this.fromJson?.dispose();
     }
   }
 
   /** Pump jobs until the program settles, waiting for host events whenever nothing is runnable. */
   private async drive(program: QuickJSHandle, serialise: QuickJSHandle, describe: QuickJSHandle): Promise<Pick<DoneMessage, "ok" | "valueJson" | "error">> {
-    const { context, runtime } = this;
-    // The timer firing is the deadline: Node timers can fire a millisecond before Date.now() passes
-    // it, and a loop that then found "no timeout yet" waited for nothing until the host's hard stop.
-    this.deadlineTimer = setTimeout(() => {
-      this.stopReason ??= "timeout";
-      this.wake?.();
-    }, Math.max(0, this.request.deadline - Date.now()) + 1);
-    try {
-      for (;;) {
-        if (this.stopReason || this.shouldInterrupt()) return { ok: false, error: this.stopError() };
-        const jobs = runtime.executePendingJobs();
-        if (jobs.error) {
-          // A job that throws past the promise machinery is an interrupt or an engine-level error.
-          const error = this.describeError(describe, jobs.error);
-          jobs.error.dispose();
+    const { context, runtime, link } = this;
+    // The deadline on the monotonic clock the waits use; reaching it while waiting is the timeout
+    // (the interrupt handler covers running bytecode).
+    const deadlineAt = performance.now() + (this.request.deadline - Date.now());
+    for (;;) {
+      if (this.stopReason || this.shouldInterrupt()) return { ok: false, error: this.stopError() };
+      this.sentThisPump = false;
+      const jobs = runtime.executePendingJobs();
+      if (jobs.error) {
+        // A job that throws past the promise machinery is an interrupt or an engine-level error.
+        const error = this.describeError(describe, jobs.error);
+        jobs.error.dispose();
+        if (this.stopReason) return { ok: false, error: this.stopError() };
+        if (error.kind === "memory" || error.kind === "stack") return { ok: false, error };
+        this.warnings.push(`a promise job failed: ${error.message}`);
+      }
+      const state = context.getPromiseState(program);
+      if (state.type === "fulfilled") {
+        const valueHandle = state.value;
+        try {
           if (this.stopReason) return { ok: false, error: this.stopError() };
-          if (error.kind === "memory" || error.kind === "stack") return { ok: false, error };
-          this.warnings.push(`a promise job failed: ${error.message}`);
+          return this.readValue(serialise, describe, valueHandle);
+        } finally {
+          valueHandle.dispose();
         }
-        const state = context.getPromiseState(program);
-        if (state.type === "fulfilled") {
-          const valueHandle = state.value;
-          try {
-            if (this.stopReason) return { ok: false, error: this.stopError() };
-            return this.readValue(serialise, describe, valueHandle);
-          } finally {
-            valueHandle.dispose();
-          }
-        }
-        if (state.type === "rejected") {
-          const error = this.describeError(describe, state.error);
-          state.error.dispose();
-          if (this.stopReason) return { ok: false, error: this.stopError() };
-          return { ok: false, error };
-        }
-        if (runtime.hasPendingJob()) continue;
-        if (this.inflight.size === 0 && this.timers.size === 0) {
-          // An interrupt during the pump can end a job flood without an error reaching here
-          // (the promise machinery swallows it): that is still the deadline, not a deadlock.
-          this.stopReason ??= "deadlock";
+      }
+      if (state.type === "rejected") {
+        const error = this.describeError(describe, state.error);
+        state.error.dispose();
+        if (this.stopReason) return { ok: false, error: this.stopError() };
+        return { ok: false, error };
+      }
+      if (runtime.hasPendingJob()) continue;
+      if (this.inflight.size === 0 && this.timers.size === 0) {
+        // An interrupt during the pump can end a job flood without an error reaching here
+        // (the promise machinery swallows it): that is still the deadline, not a deadlock.
+        this.stopReason ??= "deadlock";
+        return { ok: false, error: this.stopError() };
+      }
+      // Nothing runnable: hand the host what the pump produced (the calls after its first, output)
+      // in one batch, then take every result that has arrived and every timer that is due, and
+      // only if there is none sleep until one can be.
+      this.flush();
+      link.send();
+      let woke = link.poll();
+      if (this.fireDueTimers()) woke = true;
+      while (!woke) {
+        const now = performance.now();
+        if (now >= deadlineAt) {
+          this.stopReason ??= "timeout";
           return { ok: false, error: this.stopError() };
         }
-        this.flush();
-        // A fast tool answers within microseconds; waking through the event loop costs more than
-        // the call. So wait briefly in place for the answer before yielding to the event loop.
-        if (this.inflight.size > 0 && this.spinForSettle()) {
-          this.waits++;
-          this.runningSince = performance.now();
-          continue;
-        }
-        await new Promise<void>((resolve) => {
-          this.wake = resolve;
-        });
-        this.wake = undefined;
-        this.waits++;
-        this.runningSince = performance.now();
+        link.wait(Math.min(deadlineAt, this.nextTimerDue()), this.inflight.size);
+        // Only an abort here: the deadline while waiting is the check above (the interrupt
+        // handler's would count the wait as busy time).
+        if (Atomics.load(this.abortFlag, 0) === this.request.abortSeq) this.stopReason ??= "aborted";
+        if (this.stopReason) return { ok: false, error: this.stopError() };
+        woke = link.poll();
+        if (this.fireDueTimers()) woke = true;
       }
-    } finally {
-      clearTimeout(this.deadlineTimer);
+      this.waits++;
+      this.runningSince = performance.now();
     }
   }
 
-  private spinForSettle(): boolean {
-    const until = performance.now() + SETTLE_SPIN_MS;
-    do {
-      if (this.pollSettles()) return true;
-    } while (performance.now() < until && !this.stopReason);
-    return false;
+  private nextTimerDue(): number {
+    let next = Infinity;
+    for (const timer of this.timers.values()) if (timer.due < next) next = timer.due;
+    return next;
+  }
+
+  /** Resolve the timers that are due, earliest first (creation order among equals); true if any. */
+  private fireDueTimers(): boolean {
+    if (this.timers.size === 0) return false;
+    const now = performance.now();
+    const due: Array<[number, Timer]> = [];
+    for (const entry of this.timers) if (entry[1].due <= now) due.push(entry);
+    if (due.length === 0) return false;
+    due.sort(([, a], [, b]) => a.due - b.due || a.order - b.order);
+    for (const [key, timer] of due) {
+      this.timers.delete(key);
+      timer.deferred.resolve();
+      timer.deferred.dispose();
+    }
+    return true;
   }
 
   private readValue(serialise: QuickJSHandle, describe: QuickJSHandle, valueHandle: QuickJSHandle): Pick<DoneMessage, "ok" | "valueJson" | "error"> {
@@ -496,6 +572,12 @@ export class GuestRun {
     // Output produced before the call is flushed first so the host sees events in program order.
     this.flush();
     this.post({ type: "call", runId: this.request.runId, callId, path, args });
+    // The first call of a pump goes at once (a sequential program waits for it); the rest of the
+    // pump's calls go together when it ends.
+    if (!this.sentThisPump) {
+      this.sentThisPump = true;
+      this.link.send();
+    }
     return deferred.handle;
   }
 
@@ -596,20 +678,15 @@ export class GuestRun {
       return deferred.handle;
     }
     const key = guestId > 0 ? guestId : this.nextInternalTimer--;
-    const handle = setTimeout(() => {
-      this.timers.delete(key);
-      deferred.resolve();
-      deferred.dispose();
-      this.wake?.();
-    }, Math.min(delay, 2 ** 31 - 1));
-    this.timers.set(key, { handle, deferred });
+    // The run's loop fires it (it sleeps no longer than the next timer); at least 1 ms, as Node's.
+    const due = performance.now() + Math.max(1, Math.min(delay, 2 ** 31 - 1));
+    this.timers.set(key, { due, order: this.nextTimerOrder++, deferred });
     return deferred.handle;
   }
 
   private clearTimer(guestId: number): void {
     const timer = this.timers.get(guestId);
     if (!timer) return;
-    clearTimeout(timer.handle);
     timer.deferred.dispose();
     this.timers.delete(guestId);
   }
@@ -635,39 +712,18 @@ export class GuestRun {
   }
 
   private release(): boolean {
-    for (const timer of this.timers.values()) {
-      clearTimeout(timer.handle);
-      safely(() => timer.deferred.dispose());
-    }
+    for (const timer of this.timers.values()) safely(() => timer.deferred.dispose());
     this.timers.clear();
     for (const deferred of this.inflight.values()) safely(() => deferred.dispose());
     this.inflight.clear();
     this.stopReason ??= "aborted";
-    let clean = true;
-    if (this.context?.alive) clean = safely(() => this.context.dispose()) && clean;
-    if (this.runtime?.alive) clean = safely(() => this.runtime.dispose()) && clean;
-    return clean;
+    this.source.dispatch.current = undefined;
+    const vm = this.vm;
+    this.vm = undefined;
+    // A VM never opened (the instance failed first) has nothing to end; a dead instance is not restored.
+    if (!vm || this.instance.dead) return vm === undefined;
+    return vm.end();
   }
-}
-
-let compactedFrom: string | undefined;
-let compacted = "";
-
-/**
- * The prelude without comment lines and indentation. QuickJS compiles it on every run at about
- * 10 bytes per microsecond, and what it compiles is most of a warm run; this saves ~30 µs of it.
- * (The prelude keeps no string or template across lines, so every line can be trimmed.)
- */
-function compactPrelude(source: string): string {
-  if (source !== compactedFrom) {
-    compacted = source
-      .split("\n")
-      .map((line) => line.trim())
-      .filter((line) => line !== "" && !line.startsWith("//"))
-      .join("\n");
-    compactedFrom = source;
-  }
-  return compacted;
 }
 
 /** "tools.x is not a tool", with the closest names a model most likely meant. */

@@ -1,5 +1,6 @@
 // Messages between the host thread and a sandbox worker. Values that cross into or out of the
 // guest travel as JSON strings; the worker never parses them.
+import type { MemoryLayout } from "./snapshot.js";
 
 export const ERROR_KINDS = ["syntax", "exception", "timeout", "memory", "stack", "call_limit", "aborted", "sandbox"] as const;
 export type ErrorKind = (typeof ERROR_KINDS)[number];
@@ -38,6 +39,19 @@ export interface RunRequest {
   globals: Record<string, unknown>;
   /** The session's stored values as JSON strings. */
   store: Record<string, string>;
+  /**
+   * Makes the program replayable (approvals, src/codemode/ledger.ts): the prelude seeds
+   * Math.random from `seed` (four 32-bit words) and answers Date.now()/new Date() first from
+   * `clock` (readings of an earlier run, as [value, repeats] pairs), then from the real clock,
+   * sending every reading out with the next tool call. Absent: the guest's own clock and random.
+   */
+  determinism?: { seed: number[]; clock: number[] };
+  /**
+   * Math.random's state at the start of the run (QuickJS's xorshift64*, any non-zero 64-bit
+   * value): the same seed gives the same sequence, e.g. to replay a run. Absent: a fresh random
+   * seed every run.
+   */
+  randomSeed?: bigint;
 }
 
 export interface SettleMessage {
@@ -45,8 +59,8 @@ export interface SettleMessage {
   runId: string;
   callId: number;
   ok: boolean;
-  /** JSON of the value the guest receives (ok) or of `{ name, code?, reason?, message }`. */
-  json: string;
+  /** JSON of the value the guest receives (ok) or of `{ name, code?, reason?, message }`; for a value, its binary encoding instead (bjson.ts). */
+  json: string | Uint8Array;
 }
 
 export interface AbortMessage {
@@ -125,16 +139,31 @@ export interface DoneMessage {
    * and a dropped instance is freed only when its thread's heap is collected): the host replaces it.
    */
   retire?: boolean;
+  /** Which instance ran the program (unique across workers) and whether its VM came from a snapshot. */
+  vm?: { instance: string; restored: boolean };
 }
 
 export interface ReadyMessage {
   type: "ready";
 }
 
-/** Where this build keeps the allocator's break (snapshot.ts's MemoryLayout), found once and handed to later workers. */
+/** This build's memory layout (snapshot.ts), derived once and handed to later workers. */
 export interface LayoutMessage {
   type: "layout";
-  layout: { brkAddress: number; freshBrk: number };
+  layout: MemoryLayout;
 }
 
-export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage | LayoutMessage;
+/** Snapshots are unsupported here and the worker takes the ordinary path: said once, with the reason. */
+export interface FallbackMessage {
+  type: "fallback";
+  reason: string;
+}
+
+/** Whether the worker's build decodes QuickJS's binary format as the host writes it (bjsonSelfTest). */
+export interface BinaryMessage {
+  type: "binary";
+  ok: boolean;
+  reason?: string;
+}
+
+export type WorkerToHost = CallMessage | FlushMessage | StoreMessage | DoneMessage | ReadyMessage | LayoutMessage | FallbackMessage | BinaryMessage;

@@ -27,7 +27,15 @@ const WRAP = -1;
 const TEXT_FLAG = 0x80000000;
 const FRAME_HEADER = 8;
 
-export type BridgeMessage = Uint8Array | string;
+/**
+ * A message: text or bytes (through the ring when they fit), or any structured-clonable value
+ * wrapped as `{ posted }`, which always goes through the port (copying a large string there is a
+ * memcpy; encoding it into the ring as text, or as JSON, costs far more).
+ */
+export type BridgeMessage = Uint8Array | string | Posted;
+export interface Posted {
+  posted: unknown;
+}
 
 /** What a worker needs to open its side: pass in workerData, with `transfer` in the transferList. */
 export interface BridgeInit {
@@ -61,7 +69,7 @@ class Lane {
 
   constructor(
     buffer: SharedArrayBuffer,
-    private readonly offset: number,
+    offset: number,
     private readonly capacity: number,
     private readonly head: number,
     private readonly tail: number,
@@ -79,17 +87,17 @@ class Lane {
    */
   send(payload: BridgeMessage): void {
     const seq = this.sendSeq++ >>> 0;
-    if (!this.write(payload, seq)) {
+    if (!isFramable(payload) || !this.write(payload, seq)) {
       this.overflowed++;
       const message: Overflow = { seq, payload };
-      if (typeof payload !== "string" && payload.byteOffset === 0 && payload.byteLength === payload.buffer.byteLength && !(payload.buffer instanceof SharedArrayBuffer)) {
+      if (payload instanceof Uint8Array && payload.byteOffset === 0 && payload.byteLength === payload.buffer.byteLength && !(payload.buffer instanceof SharedArrayBuffer)) {
         this.port.postMessage(message, [payload.buffer as ArrayBuffer]);
       } else this.port.postMessage(message);
       Atomics.add(this.words, this.posted, 1);
     }
   }
 
-  private write(payload: BridgeMessage, seq: number): boolean {
+  private write(payload: Uint8Array | string, seq: number): boolean {
     const isText = typeof payload === "string";
     // UTF-8 takes at most 3 bytes per UTF-16 unit.
     const maxLength = isText ? payload.length * 3 : payload.byteLength;
@@ -191,6 +199,10 @@ class Lane {
 // Node 20 has it; TypeScript's ES2023 library does not declare it yet.
 const waitAsync = (Atomics as unknown as { waitAsync(array: Int32Array, index: number, value: number): { async: false; value: string } | { async: true; value: Promise<string> } }).waitAsync;
 
+function isFramable(payload: BridgeMessage): payload is Uint8Array | string {
+  return typeof payload === "string" || payload instanceof Uint8Array;
+}
+
 function align4(value: number): number {
   return (value + 3) & ~3;
 }
@@ -279,6 +291,11 @@ export class HostBridge {
     this.wakeWorker(true);
   }
 
+  /** The worker said it is asleep in Atomics.wait. */
+  get workerAsleep(): boolean {
+    return Atomics.load(this.words, W.workerAsleep) === 1;
+  }
+
   get stats(): BridgeStats {
     return { workerWakes: this.workerWakes, hostRings: Atomics.load(this.words, W.hostBell), overflowToWorker: this.out.overflowed };
   }
@@ -305,13 +322,15 @@ export class HostBridge {
     setImmediate(() => this.pump());
   }
 
-  /** Deliver what arrived; keep polling while within the poll window; otherwise sleep on the doorbell. */
+  /** Deliver what arrived; keep polling while within the poll window (or while more has arrived); otherwise sleep on the doorbell. */
   private pump(): void {
     this.scheduled = false;
     if (this.closed) return;
-    let delivered = false;
-    for (let message = this.in.receive(); message !== undefined; message = this.in.receive()) {
-      delivered = true;
+    // One message per turn of the event loop, as a port would deliver them: what the handler
+    // started (a tool's promise chain) runs before the next message (say the run's end) is seen.
+    const message = this.in.receive();
+    const delivered = message !== undefined;
+    if (delivered) {
       this.handler!(message);
       if (this.closed) return;
     }

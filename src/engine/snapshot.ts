@@ -165,6 +165,15 @@ function wasmBinary(): Uint8Array {
 
 // ---- Math.random ---------------------------------------------------------------------------------
 
+/**
+ * Make a context's Math.random continue from `seed` (0 is not a xorshift state: it becomes 1).
+ * Used by every restore with a fresh random seed, and when the host asks a run for a given seed.
+ */
+export function writeRandomState(instance: WasmInstance, layout: MemoryLayout, context: QuickJSContext, seed: bigint): void {
+  const ctx = pointerOf((context as unknown as ContextInternals).ctx);
+  new DataView(instance.memory.buffer).setBigUint64(ctx + layout.contextRandomState, seed === 0n ? 1n : seed & U64, true);
+}
+
 const U64 = (1n << 64n) - 1n;
 
 /** QuickJS's Math.random: one xorshift64* step of `state`; returns the next state and the number. */

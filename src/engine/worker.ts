@@ -4,12 +4,22 @@
 // It keeps QuickJS instances warm between runs: one per isolation key (session), never shared
 // across keys, plus a fresh spare so a new session does not wait for instantiation. An instance
 // that trapped is dropped.
-import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from "node:worker_threads";
-import { GuestRun } from "./guest-run.js";
-import { memoryLayout } from "./snapshot.js";
+//
+// Each instance keeps a snapshot of its own fresh template (runtime, context, the static prelude)
+// and is restored to it after every run (snapshot.ts): a run starts from memory byte-identical to
+// a never-used instance, without building a runtime. Snapshots start once a self-test passed, in
+// the background after the worker is ready; on any surprise the worker says why (once) and keeps
+// the ordinary path: a runtime, context and prelude built for every run.
+import { parentPort, threadId, workerData } from "node:worker_threads";
+import { GuestRun, type HostLink, type VmSource } from "./guest-run.js";
+import { WorkerBridge, type BridgeInit } from "./ring.js";
+import { parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
+import { bjsonSelfTest } from "./bjson.js";
+import { freshVm, preludeSetup, restoredVm, type HostDispatch } from "./guest-vm.js";
+import { InstanceSnapshot, memoryLayout, startSnapshots, type MemoryLayout } from "./snapshot.js";
 import { newWasmInstance, pagesFor, type WasmInstance } from "./wasm-instance.js";
 import { useCompiledModule } from "./wasm-module.js";
-import type { HostToWorker, RunRequest, SettleMessage, WorkerToHost } from "./protocol.js";
+import type { HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
 
 interface WorkerConfig {
   prelude: string;
@@ -19,21 +29,38 @@ interface WorkerConfig {
   /** Memory (RSS growth) the worker may keep after its runs before it asks to be replaced. */
   maxHeldBytes: number;
   defaultMemoryBytes: number;
-  /** Tool results arrive here, apart from run and abort messages, so a waiting run can poll for them. */
-  settlePort: MessagePort;
+  /** The shared-memory bridge: tool results in, the run's messages out (runs and aborts come by postMessage). */
+  bridge: BridgeInit;
   /** The QuickJS module as the host compiled it (its code is shared, not compiled again). */
   wasmModule: WebAssembly.Module;
-  /** Where the allocator keeps its break, when an earlier worker found it. */
-  layout?: { brkAddress: number; freshBrk: number };
+  /** This build's memory layout, when an earlier worker derived it (or a test imposes one). */
+  layout?: MemoryLayout;
+  /** Workers spinning while they wait for a tool result (one Int32 shared by the engine's workers), and how many may. */
+  spinners: SharedArrayBuffer;
+  maxSpinners: number;
+  /** Restore instances from snapshots (false: the ordinary path, forced). */
+  snapshots: boolean;
 }
 
 const config = workerData as WorkerConfig;
+/** How long a new worker waits for its first run before it starts its background work anyway. */
+const BACKGROUND_DELAY_MS = 100;
 useCompiledModule(config.wasmModule);
 const port = parentPort!;
 const abortFlag = new Int32Array(config.abortBuffer);
 const instances = new Map<string, WasmInstance>();
 let spare: Promise<WasmInstance> | undefined;
 let current: GuestRun | undefined;
+/** One run at a time per worker: the template host function of every instance calls into it. */
+const dispatch: HostDispatch = { current: undefined };
+const templateSetup = preludeSetup(config.prelude, dispatch);
+const snapshotOf = new WeakMap<WasmInstance, InstanceSnapshot>();
+/** "pending" until the start-up self-test answered. */
+let snapshotMode: "pending" | "on" | "off" = config.snapshots ? "pending" : "off";
+/** Snapshot instances the self-test made, ready to serve new sessions. */
+const readySnapshots: WasmInstance[] = [];
+const instanceIds = new WeakMap<WasmInstance, string>();
+let instanceCount = 0;
 /**
  * Memory that runs added to this worker and that it still holds: pages a program touched in its
  * instance stay resident (linear memory never shrinks), and a dropped instance's memory returns
@@ -76,16 +103,84 @@ function heldBytes(): number {
   return held;
 }
 
+const bridge = new WorkerBridge(config.bridge);
+/**
+ * How long a run waiting for its one tool call spins on the ring before it sleeps in
+ * Atomics.wait: a fast tool answers sooner than a sleeping thread is scheduled again, which on a
+ * loaded machine takes far longer than the call (a sequential call cost 2-4x more without it).
+ * Never with more calls in flight (the host is busy with them and needs the core), and only while
+ * fewer workers than `config.maxSpinners` spin (a shared count), so spinning threads never take
+ * every core.
+ */
+const WAIT_SPIN_MS = 0.2;
+const spinners = new Int32Array(config.spinners);
+/** The current run's messages not sent yet: they go as one batch (see HostLink). */
+const outbox: WorkerToHost[] = [];
+let outboxChars = 0;
+
+/** A message of the current run, queued for the next send (at once when the batch is large). */
+function postRun(message: WorkerToHost): void {
+  outbox.push(message);
+  outboxChars += runMessageChars(message);
+  if (outboxChars >= SEND_NOW_CHARS) sendOutbox();
+}
+
+function sendOutbox(): void {
+  if (outbox.length === 0) return;
+  const batch = outbox.splice(0);
+  // Large strings are copied by the port; small batches are one JSON text frame in the ring.
+  bridge.send(outboxChars >= SEND_NOW_CHARS ? { posted: batch } : JSON.stringify(batch));
+  outboxChars = 0;
+}
+
 function post(message: WorkerToHost): void {
   port.postMessage(message);
 }
+
+const link: HostLink = {
+  send: sendOutbox,
+  poll: deliverSettles,
+  wait(untilMs, callsInFlight) {
+    if (!current) return;
+    let spin = 0;
+    if (callsInFlight === 1 && Atomics.add(spinners, 0, 1) < config.maxSpinners) spin = WAIT_SPIN_MS;
+    else if (callsInFlight === 1) Atomics.sub(spinners, 0, 1);
+    try {
+      bridge.wait(current.abortSeq, untilMs, spin);
+    } finally {
+      if (spin > 0) Atomics.sub(spinners, 0, 1);
+    }
+  },
+};
 
 function instanceKey(session: string, maxPages: number): string {
   return `${maxPages}:${session}`;
 }
 
+/** A new instance, with its snapshot when snapshots are on. */
+async function newInstance(maxPages: number): Promise<WasmInstance> {
+  const instance = await newWasmInstance(maxPages);
+  instanceIds.set(instance, `${threadId}.${++instanceCount}`);
+  if (snapshotMode !== "on" || !layout) return instance;
+  try {
+    snapshotOf.set(instance, InstanceSnapshot.create(instance, layout, templateSetup));
+    return instance;
+  } catch (error) {
+    // Passed the self-test, failed now: stop taking snapshots rather than trust them.
+    snapshotsOff(`a template could not be taken: ${(error as Error).message}`);
+    instance.dead = true;
+    return newInstance(maxPages);
+  }
+}
+
+function snapshotsOff(reason: string): void {
+  snapshotMode = "off";
+  readySnapshots.length = 0;
+  post({ type: "fallback", reason });
+}
+
 function prepareSpare(maxPages: number): void {
-  spare = newWasmInstance(maxPages);
+  spare = newInstance(maxPages);
   // A failed spare is retried lazily by the next run.
   spare.catch(() => (spare = undefined));
 }
@@ -94,20 +189,25 @@ async function instanceFor(request: RunRequest): Promise<WasmInstance> {
   const maxPages = pagesFor(request.limits.memoryBytes);
   const key = instanceKey(request.session, maxPages);
   const existing = instances.get(key);
-  if (existing && !existing.dead) {
+  // A session that started before snapshots did moves to a snapshot instance once one is ready.
+  const upgrade = existing && !snapshotOf.has(existing) ? readySnapshots.findIndex((ready) => ready.maxPages === maxPages) : -1;
+  if (existing && !existing.dead && upgrade < 0) {
     // Re-insert to keep the map in least-recently-used order.
     instances.delete(key);
     instances.set(key, existing);
     return existing;
   }
   instances.delete(key);
+  if (existing && !existing.dead) drop(existing);
   let instance: WasmInstance | undefined;
-  if (spare) {
+  const ready = readySnapshots.findIndex((candidate) => candidate.maxPages === maxPages);
+  if (ready >= 0) instance = readySnapshots.splice(ready, 1)[0];
+  else if (spare) {
     const candidate = await spare.catch(() => undefined);
     spare = undefined;
     if (candidate && candidate.maxPages === maxPages) instance = candidate;
   }
-  instance ??= await newWasmInstance(maxPages);
+  instance ??= await newInstance(maxPages);
   instances.set(key, instance);
   while (instances.size > config.maxInstances) {
     const oldest = instances.keys().next().value as string;
@@ -123,7 +223,7 @@ async function run(request: RunRequest): Promise<void> {
   try {
     instance = await instanceFor(request);
   } catch (error) {
-    post({
+    postRun({
       type: "done",
       runId: request.runId,
       ok: false,
@@ -132,20 +232,30 @@ async function run(request: RunRequest): Promise<void> {
       pendingCalls: [],
       instanceDiscarded: true,
     });
+    sendOutbox();
     return;
   }
-  const guest = new GuestRun(instance, request, config.prelude, abortFlag, post, pollSettles);
+  const snapshot = snapshotOf.get(instance);
+  const source: VmSource = snapshot
+    ? { dispatch, open: () => restoredVm(snapshot) }
+    : { dispatch, open: () => freshVm(instance, config.prelude, dispatch, layout) };
+  deliverSettles(); // results of an earlier run that arrived after it ended: dropped
+  const guest = new GuestRun(instance, request, config.prelude, abortFlag, postRun, link, source);
   current = guest;
   const done = await guest.execute();
   current = undefined;
-  grownBy.set(instance, heapGrowth(instance));
+  done.vm = { instance: instanceIds.get(instance) ?? "?", restored: snapshot !== undefined };
+  // A restore puts the break back but not the pages the run touched: they stay resident, so a
+  // snapshot instance holds its high-water mark.
+  grownBy.set(instance, Math.max(snapshot ? (grownBy.get(instance) ?? 0) : 0, heapGrowth(instance)));
   const kept = [...instances.values()].includes(instance);
   if (instance.dead || !kept) drop(instance);
   // Past the budget the host replaces this worker: terminating the thread is what frees its
   // memory. A stack overflow went deep into this thread's native stack, whose pages stay
   // resident for the thread's life: that worker is replaced too.
   if (heldBytes() > config.maxHeldBytes || done.error?.kind === "stack") done.retire = true;
-  post(done);
+  postRun(done);
+  sendOutbox();
   guest.teardown();
   instance.runs++;
   if (instance.dead) {
@@ -153,25 +263,23 @@ async function run(request: RunRequest): Promise<void> {
   }
   // Replenish the spare after answering, off the critical path of the run that just ended.
   setImmediate(() => {
+    startBackground();
     if (!spare) prepareSpare(pagesFor(config.defaultMemoryBytes));
   });
 }
 
-function onSettle(message: SettleMessage): void {
-  if (current?.runId === message.runId) current.settle(message);
-}
-
-/** Take the tool results already queued, without waiting for the event loop; true if there were any. */
-function pollSettles(): boolean {
-  let received = false;
-  for (let next = receiveMessageOnPort(config.settlePort); next; next = receiveMessageOnPort(config.settlePort)) {
-    onSettle(next.message as SettleMessage);
-    received = true;
+/** Hand the tool results that arrived to the current run (others are late: their run ended); true if it got any. */
+function deliverSettles(): boolean {
+  let delivered = false;
+  for (let message = bridge.receive(); message !== undefined; message = bridge.receive()) {
+    const settle = parseSettle(message);
+    if (current && settle.abortSeq === current.abortSeq) {
+      current.settle(settle);
+      delivered = true;
+    }
   }
-  return received;
+  return delivered;
 }
-
-config.settlePort.on("message", onSettle);
 
 port.on("message", (message: HostToWorker) => {
   switch (message.type) {
@@ -185,19 +293,65 @@ port.on("message", (message: HostToWorker) => {
 });
 
 prepareSpare(pagesFor(config.defaultMemoryBytes));
+/** Start-up work that is not needed for a run: after the first run, or once the worker sat idle a while. */
+let backgroundStarted = false;
+function startBackground(): void {
+  if (backgroundStarted) return;
+  backgroundStarted = true;
+  void startUp().finally(() => {
+    baseHeap = process.memoryUsage().heapTotal;
+  });
+}
+
 const ready = (): void => {
   post({ type: "ready" });
-  // Off the first run's path: the layout probe costs an instance of its own.
-  setImmediate(() => {
-    const settled = (): void => {
-      baseHeap = process.memoryUsage().heapTotal;
-    };
-    if (layout) return settled();
-    memoryLayout().then((found) => {
-      layout = { brkAddress: found.brkAddress, freshBrk: found.freshBrk };
-      post({ type: "layout", layout });
-      settled();
-    }, settled);
-  });
+  // Off the first run's path: the layout probe and the self-tests cost instances of their own,
+  // and a cold start's first run is usually already on its way.
+  setTimeout(startBackground, BACKGROUND_DELAY_MS).unref();
 };
+
+/** Let a run that arrived meanwhile go first: each step of the start-up work blocks this thread for milliseconds. */
+function turn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Whether this build writes and reads QuickJS's binary format as the host's encoder does, in a throwaway instance. */
+async function binarySelfTest(): Promise<{ ok: boolean; reason?: string }> {
+  try {
+    const probe = await newWasmInstance(pagesFor(0));
+    const runtime = probe.module.newRuntime();
+    const context = runtime.newContext();
+    const reason = bjsonSelfTest(context);
+    context.dispose();
+    runtime.dispose();
+    return reason === undefined ? { ok: true } : { ok: false, reason };
+  } catch (error) {
+    return { ok: false, reason: `the binary-JSON self-test failed: ${(error as Error).message}` };
+  }
+}
+
+/** Derive the layout (unless an earlier worker did), then take the first two snapshots through the self-test. */
+async function startUp(): Promise<void> {
+  if (!layout) {
+    try {
+      layout = await memoryLayout();
+      post({ type: "layout", layout });
+    } catch (error) {
+      if (snapshotMode === "pending") snapshotsOff((error as Error).message);
+      return;
+    }
+  }
+  await turn();
+  post({ type: "binary", ...(await binarySelfTest()) });
+  await turn();
+  if (snapshotMode !== "pending") return;
+  const started = await startSnapshots(pagesFor(config.defaultMemoryBytes), templateSetup, layout);
+  if (!started.ok) return snapshotsOff(started.reason);
+  snapshotMode = "on";
+  for (const snapshot of started.snapshots) {
+    instanceIds.set(snapshot.instance, `${threadId}.${++instanceCount}`);
+    snapshotOf.set(snapshot.instance, snapshot);
+    readySnapshots.push(snapshot.instance);
+  }
+}
 spare!.then(ready, ready);

@@ -13,6 +13,7 @@ import { describeTool, type Tool, type ToolCallResult, type ToolDescriptor } fro
 import { WORKFLOW_TOOL } from "../workflow/index.js";
 import { packageVersion } from "../package-files.js";
 import { CallProgress } from "./progress.js";
+import { elicitingAsker } from "./elicit.js";
 
 export interface McpServeOptions {
   /** Tool ids to leave out of the listing (tools bound only for programs). */
@@ -120,7 +121,9 @@ export function createMcpServer(cm: Codemode, options: McpServeOptions = {}): Se
       return { content: [{ type: "text", text: `no tool named "${name}"; this server offers: ${names.join(", ")}` }], isError: true };
     }
     const token = request.params._meta?.progressToken;
-    if (token === undefined) return mcpResultOf(await cm.callTool(name, args ?? {}, { signal: extra.signal }), !acceptsErrorRecord(tool));
+    // A client that can ask its user (elicitation) answers a program's approvals while it waits.
+    const ask = server.getClientCapabilities()?.elicitation ? { askApproval: elicitingAsker(server) } : {};
+    if (token === undefined) return mcpResultOf(await cm.callTool(name, args ?? {}, { signal: extra.signal, ...ask }), !acceptsErrorRecord(tool));
     const progress = new CallProgress(
       TASK_STARTING_TOOLS.has(name) ? cm.tasks : undefined,
       (update) => extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, ...update } }),
@@ -128,7 +131,7 @@ export function createMcpServer(cm: Codemode, options: McpServeOptions = {}): Se
     );
     progress.start();
     try {
-      const result = await cm.callTool(name, args ?? {}, { signal: extra.signal, progress: progress.report });
+      const result = await cm.callTool(name, args ?? {}, { signal: extra.signal, progress: progress.report, ...ask });
       return mcpResultOf(result, !acceptsErrorRecord(tool));
     } finally {
       await progress.finish();

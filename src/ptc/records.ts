@@ -44,6 +44,7 @@ export const taskRecordSchema = z.object({
   duration_ms: z.number().int().optional(),
   exit_code: z.number().int().optional(),
   lost_reason: z.enum(LOST_REASONS).optional(),
+  worker: z.object({ id: z.string(), host: z.string(), pid: z.number().int() }).optional().describe("The queue worker that ran the task (Redis backend)"),
   stop_reason: z.string().optional(),
   usage: usageSchema.optional(),
   report_channel: reportChannelSchema.optional(),
@@ -85,6 +86,7 @@ export function toSnake(r: TaskRecord): SnakeRecord {
   if (r.reportChannel !== undefined) out.report_channel = r.reportChannel;
   if (r.readOnlyTier !== undefined) out.read_only_tier = r.readOnlyTier;
   if (r.report !== undefined) out.report = structuredClone(r.report);
+  if (r.worker !== undefined) out.worker = { ...r.worker };
   return out;
 }
 

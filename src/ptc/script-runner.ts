@@ -23,7 +23,7 @@ export interface ProgramHost {
     },
   ): Promise<{
     content: Array<{ type: "text"; text: string }>;
-    structuredContent: { status: "ok" | "error"; error?: { kind: string; message: string; line?: number; column?: number; hint?: string } };
+    structuredContent: { status: "ok" | "error" | "interrupted"; error?: { kind: string; message: string; line?: number; column?: number; hint?: string } };
     details: { warnings: string[] };
   }>;
 }

@@ -32,6 +32,7 @@ import { extractPromptJsonReport, parseReport, type ReportBody } from "./report.
 import { boundedLabel, checkTaskSize, chooseModel, confineCwd, realRoots } from "./spawn-checks.js";
 import { assertTransition } from "./status.js";
 import type { TaskStore } from "./store.js";
+import type { RemoteQueue } from "./remote.js";
 import { MIN_OUTPUT_CAP, TaskLog } from "./task-log.js";
 import { formatBytes, messageOf } from "../text.js";
 import { StopTrace, TaskTrace, traceScope, type TraceScope } from "../tracing.js";
@@ -48,6 +49,7 @@ import {
   type TaskRecord,
   type TaskStatus,
   type Usage,
+  type WorkerInfo,
 } from "./types.js";
 
 export interface TaskHostOptions {
@@ -80,6 +82,13 @@ export interface TaskHostOptions {
   maxOutputBytes?: number;
   /** Longest stdout line a line protocol keeps (default 4 MiB); a longer one fails the task. */
   maxLineBytes?: number;
+  /**
+   * A distributed queue (the Redis backend): script, command and openai tasks are enqueued for
+   * queue workers instead of run here; `maxRunning` and `maxQueued` then count the whole queue.
+   */
+  remote?: RemoteQueue;
+  /** This host is a queue worker: the tasks it claims (runQueued) name it. */
+  worker?: WorkerInfo;
   /** Records task spans (OpenTelemetry) for spawns not traced by their caller; default the global provider's tracer. */
   tracer?: Tracer;
 }
@@ -247,6 +256,10 @@ export class TaskHost {
   private readonly endListeners = new Set<(id: string) => void>();
   private runningCount = 0;
   private closed = false;
+  private readonly remote?: RemoteQueue;
+  readonly workerInfo?: WorkerInfo;
+  /** Tasks this host put on the remote queue that may still run: stopped when it closes. */
+  private readonly remoteSpawned = new Set<string>();
 
   constructor(options: TaskHostOptions) {
     if (options === null || typeof options !== "object") throw invalidArgument("options", "an object with store and agents", options);
@@ -280,6 +293,8 @@ export class TaskHost {
       openai: openaiDriver,
       script: scriptDriver(options.scriptRunner),
     };
+    if (options.remote) this.remote = options.remote;
+    if (options.worker) this.workerInfo = { ...options.worker };
     this.reapLost();
   }
 
@@ -305,7 +320,14 @@ export class TaskHost {
       return reaped;
     }
     for (const rec of active) {
+      // On a queue, a waiting task belongs to the queue, not to the host that spawned it.
+      if (this.remote && rec.status === "queued") continue;
       if (sameOwner(rec.owner, this.owner) || this.store.isOwnerAlive(rec.owner)) continue;
+      if (rec.worker) {
+        const lost = this.workerLost(rec);
+        if (lost) reaped.push(lost);
+        continue;
+      }
       const reason: LostReason = rec.status === "queued" ? "lost_on_restart" : "host_exited_while_running";
       // A quiet child never notices its host died: it is stopped here, or nothing ever stops it.
       const stopped = rec.status === "queued" ? 0 : signalTaskProcesses(rec.id, rec.processes, "SIGKILL");
@@ -331,6 +353,32 @@ export class TaskHost {
     return reaped;
   }
 
+  /**
+   * A queue worker that ran the task stopped answering (its lock expired: it died or lost Redis).
+   * The task becomes lost and is never run again — it may have had side effects. Returns the
+   * record when this call marked it.
+   */
+  workerLost(rec: TaskRecord): TaskRecord | undefined {
+    if (isTerminal(rec.status) || !rec.worker || this.live.has(rec.id)) return undefined;
+    const w = rec.worker;
+    const stopped = signalTaskProcesses(rec.id, rec.processes, "SIGKILL");
+    const lost: TaskRecord = {
+      ...rec,
+      status: "lost",
+      lostReason: "worker_lost",
+      endedAt: Date.now(),
+      outputBytes: this.store.outputSize(rec.id),
+      errorMessage: `the worker ${w.id} on ${w.host} (pid ${w.pid}) stopped answering while the task was ${rec.status} (it exited or lost Redis); the task is not run again, since it may have had side effects — its output so far is kept: read it with ptc_task_output, or spawn the task again${stopped > 0 ? `; the ${stopped} process${stopped === 1 ? "" : "es"} it left running here ${stopped === 1 ? "was" : "were"} stopped` : ""}`,
+    };
+    delete lost.usage;
+    try {
+      return this.store.replace(lost, { status: rec.status, owner: rec.owner }) ? lost : undefined;
+    } catch (err) {
+      this.warn(`could not mark task ${rec.id} lost (its worker is gone): ${messageOf(err)}`);
+      return undefined;
+    }
+  }
+
   async spawn(request: SpawnRequest, context: SpawnContext = {}): Promise<TaskRecord> {
     this.assertOpen();
     const req = validateSpawn(request);
@@ -353,6 +401,17 @@ export class TaskHost {
     // A parent that waits for its foreground child lends it its slot (one child at a time): the
     // child counts against the cap through its parent, and can never wait behind it.
     const borrow = !req.background && parentLive !== undefined && this.canLend(parentLive) ? parentLive : undefined;
+    // On a queue, every task a worker can run goes there — except a foreground child, which runs
+    // in the slot its waiting parent holds (a queue full of waiting parents would never drain).
+    const remote = this.remote !== undefined && borrow === undefined && agent.driver !== "function" && agent.driver !== "workflow";
+    // Only the count is wanted (limit 0: no record is read).
+    const waiting = remote ? this.store.list({ status: ["queued"], limit: 0 }).total : this.queue.length;
+    if (remote && waiting >= this.maxQueued) {
+      throw new TaskError(
+        "task_queue_full",
+        `cannot spawn agent "${agent.name}": ${waiting} tasks are already waiting for one of ${this.maxRunning} slots (the host's limit is ${this.maxQueued} waiting); wait for some to finish (poll ptc_task_list) or stop ones you no longer need (ptc_task_stop), then spawn again`,
+      );
+    }
     const willQueue = borrow === undefined && (this.runningCount >= this.maxRunning || this.queue.length > 0);
     if (willQueue && this.queue.length >= this.maxQueued) {
       throw new TaskError(
@@ -388,6 +447,7 @@ export class TaskHost {
     if (model !== undefined) record.model = model;
     if (readOnlyTier) record.readOnlyTier = readOnlyTier;
     this.store.insert(record);
+    if (remote) return this.spawnRemote(record, agent, req.background, context);
 
     const live = this.track(record, agent);
     live.trace = TaskTrace.spawned(context.trace ?? traceScope(this.tracer), record);
@@ -405,14 +465,22 @@ export class TaskHost {
       if (context.runId !== undefined) this.runs.get(context.runId)?.push(record.id);
       return { ...live.record };
     }
+    return this.foreground(record.id, () => live.done, context);
+  }
 
+  /** A foreground child's caller waits for its end: stopped if the caller is cancelled, a rejection unless it succeeded. */
+  private async foreground(id: string, ended: () => Promise<TaskRecord>, context: SpawnContext): Promise<TaskRecord> {
     const onAbort = (): void => {
-      void this.stop(record.id, "the calling program was cancelled").catch(() => undefined);
+      void this.stop(id, "the calling program was cancelled").catch(() => undefined);
     };
     context.signal?.addEventListener("abort", onAbort, { once: true });
     if (context.signal?.aborted) onAbort();
-    const final = await live.done;
-    context.signal?.removeEventListener("abort", onAbort);
+    let final: TaskRecord;
+    try {
+      final = await ended();
+    } finally {
+      context.signal?.removeEventListener("abort", onAbort);
+    }
     if (final.status !== "succeeded") {
       throw new TaskError(
         "task_failed",
@@ -423,11 +491,82 @@ export class TaskHost {
     return final;
   }
 
+  private async spawnRemote(record: TaskRecord, agent: AgentDefinition, background: boolean, context: SpawnContext): Promise<TaskRecord> {
+    try {
+      await this.remote!.enqueue(record);
+    } catch (err) {
+      const canceled = { ...record, status: "canceled" as const, endedAt: Date.now(), usage: zeroUsage(), reportChannel: (agent.report ? "none" : "opted-out") as ReportChannel, errorMessage: `could not be queued: ${messageOf(err)}` };
+      try {
+        this.store.replace(canceled, { status: "queued", owner: this.owner });
+      } catch {
+        // The store is as unreachable as the queue: the record stays queued, and no worker has it.
+      }
+      throw new TaskError("task_spawn_failed", `cannot spawn agent "${agent.name}": the task queue refused it (${messageOf(err)}); spawn it again once the queue is reachable`, record.id);
+    }
+    this.remoteSpawned.add(record.id);
+    if (background) {
+      if (context.runId !== undefined) this.runs.get(context.runId)?.push(record.id);
+      return { ...record };
+    }
+    return this.foreground(record.id, () => this.waitRemote(record.id), context);
+  }
+
+  /** A task on the queue: its record, once it ended (a worker that went silent makes it lost). */
+  private async waitRemote(id: string): Promise<TaskRecord> {
+    for (;;) {
+      const r = this.getOrThrow(id);
+      if (isTerminal(r.status)) {
+        this.remoteSpawned.delete(id);
+        return r;
+      }
+      if (r.status !== "queued" && !this.store.isOwnerAlive(r.owner)) this.reapLost();
+      await this.remote!.changed(id);
+    }
+  }
+
+  /**
+   * Runs a task a queue worker was handed: claims the queued record for this worker (one writer
+   * per record: a record another worker or a stop took first is left alone), runs it with the
+   * same driver, usage count and finish as a local task, and resolves once it has ended.
+   */
+  async runQueued(id: string): Promise<TaskRecord | undefined> {
+    this.assertOpen();
+    const rec = this.store.get(id);
+    if (rec?.status !== "queued") return rec;
+    const claimed: TaskRecord = { ...rec, status: "running", owner: this.owner, startedAt: Date.now() };
+    if (this.workerInfo) claimed.worker = { ...this.workerInfo };
+    let agent: AgentDefinition;
+    try {
+      agent = this.agents.get(rec.agent);
+    } catch (err) {
+      // This worker lacks the definition: the task fails here rather than waiting for a worker that has it.
+      const failed: TaskRecord = { ...claimed, status: "failed", endedAt: Date.now(), usage: zeroUsage(), reportChannel: "none", errorMessage: boundedMessage(`this worker cannot run it: ${messageOf(err)}`, RECORD_MESSAGE_BYTES) };
+      this.store.replace(failed, { status: "queued", owner: rec.owner });
+      return this.store.get(id);
+    }
+    if (!this.store.replace(claimed, { status: "queued", owner: rec.owner })) return this.store.get(id);
+    const live = this.track(claimed, agent);
+    live.started = true;
+    this.takeSlot(live);
+    this.runDriver(live);
+    // A stop that arrived before the claim (the host saw it queued, a worker had it already).
+    const requested = await this.remote?.stopRequested(id).catch(() => undefined);
+    if (requested) void this.stop(id, requested.reason).catch(() => undefined);
+    return live.done;
+  }
+
+  /** Whether this host runs (or holds queued) the task itself. */
+  isLive(id: string): boolean {
+    return this.live.has(id);
+  }
+
   /** Resolves with the record once the task has ended (any terminal status). */
   async wait(id: string): Promise<TaskRecord> {
     const live = this.live.get(id);
     if (live) return live.done;
-    return this.getOrThrow(id);
+    const r = this.getOrThrow(id);
+    if (this.remote && !isTerminal(r.status)) return this.waitRemote(id);
+    return r;
   }
 
   /**
@@ -584,6 +723,7 @@ export class TaskHost {
     if (reason !== undefined) reason = boundedMessage(reason, RECORD_MESSAGE_BYTES);
     let record = this.getOrThrow(id);
     const live = this.live.get(id);
+    if (!live && this.remote && !isTerminal(record.status) && !this.unrecorded.has(id)) return this.stopRemote(record, reason);
     if (!live) {
       if (!isTerminal(record.status) && !this.unrecorded.has(id) && !this.store.isOwnerAlive(record.owner)) {
         this.reapLost();
@@ -625,13 +765,48 @@ export class TaskHost {
     return { record: final, fromStatus };
   }
 
+  /**
+   * A task on the queue: a waiting one is taken off the queue and canceled here; a running one is
+   * stopped by its worker (SIGTERM, SIGKILL after the grace, its children too).
+   */
+  private async stopRemote(record: TaskRecord, reason: string | undefined): Promise<StopResult> {
+    const fromStatus = record.status;
+    if (fromStatus === "queued" && (await this.remote!.cancelQueued(record.id))) {
+      let agent: AgentDefinition | undefined;
+      try {
+        agent = this.agents.get(record.agent);
+      } catch {
+        agent = undefined;
+      }
+      const canceled: TaskRecord = { ...record, status: "canceled", endedAt: Date.now(), outputBytes: 0, usage: zeroUsage(), reportChannel: agent?.report === false ? "opted-out" : "none" };
+      if (reason !== undefined) canceled.stopReason = reason;
+      if (this.store.replace(canceled, { status: "queued", owner: record.owner })) {
+        this.remoteSpawned.delete(record.id);
+        return { record: canceled, fromStatus };
+      }
+    }
+    await this.remote!.requestStop(record.id, reason);
+    return { record: await this.waitRemote(record.id), fromStatus };
+  }
+
   /** Stops every task this host runs and refuses further spawns. Does not close the store. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Tasks this host put on the queue end with it, as its local tasks do.
+    let remote: string[] = [];
+    if (this.remoteSpawned.size > 0) {
+      try {
+        remote = this.store.active().map((r) => r.id).filter((id) => this.remoteSpawned.has(id)).reverse();
+      } catch (err) {
+        this.warn(`could not stop the tasks this host queued: ${messageOf(err)}`);
+      }
+    }
+    await Promise.all(remote.map((id) => this.stop(id, "host closed").catch(() => undefined)));
     const ids = [...this.live.keys()].reverse();
     await Promise.all(ids.map((id) => this.stop(id, "host closed").catch(() => undefined)));
     this.retryUnrecorded();
+    await this.remote?.close();
     if (this.retryTimer) clearInterval(this.retryTimer);
     this.retryTimer = undefined;
     if (typeof this.spillDir !== "string") this.spillDir.remove();
@@ -647,7 +822,8 @@ export class TaskHost {
   }
 
   private async stopChildren(parentId: string, trace: TraceScope | undefined): Promise<void> {
-    const children = this.store.children(parentId).filter((c) => !isTerminal(c.status) && this.live.has(c.id));
+    // On a queue a child may run on any worker: the stop reaches it wherever it is.
+    const children = this.store.children(parentId).filter((c) => !isTerminal(c.status) && (this.live.has(c.id) || this.remote !== undefined));
     await Promise.all(children.map((c) => this.stop(c.id, `parent task ${parentId} was stopped`, trace).catch(() => undefined)));
   }
 
@@ -783,6 +959,10 @@ export class TaskHost {
       return;
     }
     live.trace?.started(live.record);
+    this.runDriver(live);
+  }
+
+  private runDriver(live: Live): void {
     const driver = this.drivers[live.agent.driver];
     const emit = (event: DriverEvent): void => this.onEvent(live, event);
     let run: Promise<DriverResult>;

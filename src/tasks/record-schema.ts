@@ -43,6 +43,7 @@ const recordSchema = z.object({
   outputBytes: count,
   outputCutBytes: count.optional(),
   processes: z.object({ pgid: z.number().int().positive(), startTime: z.string(), pidNamespace: z.string().optional() }).optional(),
+  worker: z.object({ id: z.string(), host: z.string(), pid: z.number().int() }).optional(),
 });
 
 /** The record in a row's JSON, or the reason it cannot be served. */

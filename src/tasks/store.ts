@@ -22,7 +22,7 @@ export interface ListPage {
  * claim a dead owner's record atomically.
  */
 export interface TaskStore {
-  readonly kind: "memory" | "sqlite";
+  readonly kind: "memory" | "sqlite" | "redis";
   /** Where output logs live on disk, when they do. */
   readonly dataDir?: string;
   /** Records can be read but not written (a read-only data dir): writes throw `task_store_read_only`. */

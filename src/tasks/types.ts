@@ -17,8 +17,16 @@ export const REPORT_CHANNELS = ["tool", "prompt-json", "none", "opted-out"] as c
 export type ReportChannel = (typeof REPORT_CHANNELS)[number];
 export const READ_ONLY_TIERS = ["enforced", "advisory"] as const;
 export type ReadOnlyTier = (typeof READ_ONLY_TIERS)[number];
-export const LOST_REASONS = ["host_exited_while_running", "lost_on_restart"] as const;
+export const LOST_REASONS = ["host_exited_while_running", "lost_on_restart", "worker_lost"] as const;
+/** `worker_lost`: the queue worker running the task died or lost Redis (its lock expired). */
 export type LostReason = (typeof LOST_REASONS)[number];
+
+/** The queue worker that ran a task (Redis backend only). */
+export interface WorkerInfo {
+  id: string;
+  host: string;
+  pid: number;
+}
 /** `workflow`: not an agent but a workflow's graph, run in-process by the host (see SpawnRequest.workflow). */
 export const DRIVER_KINDS = ["script", "command", "openai", "function", "workflow"] as const;
 export type DriverKind = (typeof DRIVER_KINDS)[number];
@@ -95,6 +103,8 @@ export interface TaskRecord {
   outputCutBytes?: number;
   /** A command task's process group, recorded when it started. */
   processes?: TaskProcessGroup;
+  /** The queue worker that took the task (Redis backend): where its processes run. */
+  worker?: WorkerInfo;
 }
 
 export function zeroUsage(): Usage {

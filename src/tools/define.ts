@@ -9,7 +9,7 @@ import { isPlainObject } from "./json.js";
 import { compileProjector, isZodObject, type Projector } from "./project.js";
 import { jsonSchemaOf, RESULT_VIEW_PROPERTY, schemaView, type SchemaView } from "./schema.js";
 import { checkViewSchemas, type ResidualCheck } from "./view-schemas.js";
-import { TOOL_ANNOTATION_KEYS, type MaybePromise, type ResultView, type ToolAnnotations, type ToolContext, type ToolDescriptor, type ToolResult } from "./types.js";
+import { TOOL_ANNOTATION_KEYS, type ApprovalPolicy, type MaybePromise, type ResultView, type ToolAnnotations, type ToolContext, type ToolDescriptor, type ToolResult } from "./types.js";
 
 /** A tool as the runtime holds it: immutable, with everything per-call work needs precomputed. */
 export interface Tool {
@@ -49,6 +49,8 @@ export interface ToolInternals {
   execute(input: unknown, ctx: ToolContext): unknown;
   toModelOutput?(record: unknown): unknown;
   toDetails?(record: unknown): unknown;
+  /** A person must approve a call first: always ("required") or when this function says so for the input. */
+  approval?: ApprovalPolicy;
   /** Input schema without the `result_view` the runtime adds; declarations render it separately. */
   inputJsonSchema: Record<string, unknown>;
   descriptor: ToolDescriptor;
@@ -78,6 +80,12 @@ interface BaseDefinition<I extends ZObject> {
   title?: string;
   /** Hints about the tool's effects for clients (MCP annotations: readOnlyHint, destructiveHint, idempotentHint, openWorldHint). */
   annotations?: ToolAnnotations;
+  /**
+   * A person must approve a call before it runs (deploy, send, delete, pay): always
+   * (`"required"`), or when this function returns true for the input. A program that reaches
+   * such a call stops and asks; see docs/approvals.md.
+   */
+  approval?: ApprovalPolicy;
   input: I;
 }
 
@@ -116,13 +124,24 @@ export interface PlainToolDefinition {
   inputSchema?: Record<string, unknown>;
   title?: string;
   annotations?: ToolAnnotations;
+  /** See BaseDefinition.approval. */
+  approval?: ApprovalPolicy;
   execute(input: Record<string, unknown>, ctx: ToolContext): unknown;
 }
 
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/;
 const NAMESPACE = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
-const DEFINITION_KEYS = new Set(["name", "namespace", "description", "title", "annotations", "input", "output", "views", "execute", "toModelOutput", "toDetails"]);
-const PLAIN_KEYS = new Set(["name", "namespace", "description", "title", "annotations", "inputSchema", "execute"]);
+const DEFINITION_KEYS = new Set(["name", "namespace", "description", "title", "annotations", "approval", "input", "output", "views", "execute", "toModelOutput", "toDetails"]);
+const PLAIN_KEYS = new Set(["name", "namespace", "description", "title", "annotations", "approval", "inputSchema", "execute"]);
+
+function checkApproval(where: string, def: Record<string, unknown>): { approval?: ApprovalPolicy } {
+  const { approval } = def;
+  if (approval === undefined) return {};
+  if (approval !== "required" && typeof approval !== "function") {
+    fail(where, `"approval" must be "required" or a function (input, ctx) => boolean, received ${typeof approval === "string" ? JSON.stringify(approval) : describeValue(approval)}`);
+  }
+  return { approval: approval as ApprovalPolicy };
+}
 
 function fail(where: string, message: string): never {
   throw new TypeError(`${where}: ${message}`);
@@ -229,6 +248,7 @@ export function defineTool(def: unknown): Tool {
   if (def.output !== undefined && def.views !== undefined) {
     fail(where, `give either "output" (a single result) or "views" ({ compact, full }), not both`);
   }
+  const approval = checkApproval(where, def);
   const ownsResultView = Object.hasOwn(input._zod.def.shape, "result_view");
   let output: ViewPlan | undefined;
   let views: Record<ResultView, ViewPlan> | undefined;
@@ -281,6 +301,7 @@ export function defineTool(def: unknown): Tool {
     execute: d.execute!,
     ...(d.toModelOutput ? { toModelOutput: d.toModelOutput } : {}),
     ...(d.toDetails ? { toDetails: d.toDetails } : {}),
+    ...approval,
     inputJsonSchema,
     descriptor: deepFreeze(descriptor),
   });
@@ -317,6 +338,7 @@ export function toTool(value: unknown): Tool {
   checkUnknownKeys(where, value, PLAIN_KEYS);
   const identity = checkIdentity(where, value);
   checkFunction(where, value, "execute", true);
+  const approval = checkApproval(where, value);
   let inputJsonSchema: Record<string, unknown> = { type: "object" };
   if (value.inputSchema !== undefined) {
     if (!isPlainObject(value.inputSchema) || (value.inputSchema.type !== undefined && value.inputSchema.type !== "object")) {
@@ -334,8 +356,14 @@ export function toTool(value: unknown): Tool {
     ownsResultView: true,
     recordHasOutputKey: false,
     execute: value.execute as ToolInternals["execute"],
+    ...approval,
     inputJsonSchema,
     descriptor: deepFreeze(descriptor),
   });
   return tool;
+}
+
+/** Whether the tool asks for a person's approval itself (its definition's `approval`). */
+export function hasApprovalPolicy(tool: Tool): boolean {
+  return toolInternals(tool).approval !== undefined;
 }

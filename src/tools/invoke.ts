@@ -11,8 +11,29 @@ import { asToolResult } from "./result.js";
 import { assertViewSubset } from "./subset.js";
 import { describeUnknownKeys, findUnknownKeys } from "./unknown-keys.js";
 import { checkCompactResult } from "./view-schemas.js";
+import { approvalDigest } from "./canonical.js";
 import type { PostErrorEvent, ResultView, ToolCallResult, ToolContext, ToolHooks, ToolRef } from "./types.js";
 import { ToolCallTrace, type TraceScope } from "../tracing.js";
+
+/** One call at the approval gate: after preCall, before the tool runs. */
+export interface ApprovalRequest {
+  tool: Tool;
+  /** The input as sent (after a preCall patch), `result_view` included. */
+  input: Record<string, unknown>;
+  /** `approvalDigest(tool.id, input)`: what remembered approvals match ("" when no decision is needed). */
+  digest: string;
+  /** A person's decision is needed (the host's `approve` hook or the tool's own `approval` said so). */
+  required: boolean;
+}
+
+/** The gate's answer: run the call, or refuse it with this message (tool_denied / approval_denied). */
+export type ApprovalAnswer = "allow" | { deny: string; reason?: "approval_denied" | "approval_required" };
+
+/**
+ * Who decides at the gate. Called for every call when given (a program's run also holds calls
+ * there while it stops for an approval); without one, a call that needs approval is refused.
+ */
+export type ApprovalGate = (request: ApprovalRequest) => Promise<ApprovalAnswer>;
 
 export interface InvokeOptions {
   ctx: ToolContext;
@@ -37,6 +58,8 @@ export interface InvokeOptions {
    * much as the call itself: the JSON of the whole record). Default `"model"`.
    */
   audience?: "model" | "program";
+  /** Decides calls that need a person's approval; see ApprovalGate. */
+  approval?: ApprovalGate;
   /** Where the call's span goes (OpenTelemetry); absent: the call is not traced. */
   trace?: TraceScope;
 }
@@ -60,8 +83,8 @@ function checkOptions(options: unknown): Required<Pick<InvokeOptions, "ctx" | "o
   if (c.deadline !== undefined && !Number.isFinite(c.deadline)) throw new TypeError(`${where}.ctx.deadline must be epoch milliseconds, received ${describeValue(c.deadline)}`);
   const hooks = options.hooks;
   if (hooks !== undefined) {
-    if (hooks === null || typeof hooks !== "object") throw new TypeError(`${where}.hooks must be an object { preCall?, postCall?, postError? }, received ${describeValue(hooks)}`);
-    for (const key of ["preCall", "postCall", "postError"] as const) {
+    if (hooks === null || typeof hooks !== "object") throw new TypeError(`${where}.hooks must be an object { approve?, preCall?, postCall?, postError? }, received ${describeValue(hooks)}`);
+    for (const key of ["approve", "preCall", "postCall", "postError"] as const) {
       const hook = (hooks as Record<string, unknown>)[key];
       if (hook !== undefined && typeof hook !== "function") throw new TypeError(`${where}.hooks.${key} must be a function, received ${describeValue(hook)}`);
     }
@@ -75,6 +98,9 @@ function checkOptions(options: unknown): Required<Pick<InvokeOptions, "ctx" | "o
   const pinned = options.pinnedResultView;
   if (pinned !== undefined && pinned !== "compact" && pinned !== "full") {
     throw new TypeError(`${where}.pinnedResultView must be "compact" or "full", received ${JSON.stringify(pinned) ?? describeValue(pinned)}`);
+  }
+  if (options.approval !== undefined && typeof options.approval !== "function") {
+    throw new TypeError(`${where}.approval must be a function (request) => Promise<"allow" | { deny }>, received ${describeValue(options.approval)}`);
   }
   const audience = options.audience;
   if (audience !== undefined && audience !== "model" && audience !== "program") {
@@ -342,6 +368,8 @@ async function invoke(tool: Tool, input: unknown, options: InvokeOptions, forPro
         }
       }
     }
+    stage = "approval";
+    await passApprovalGate(tool, impl, sent as Record<string, unknown>, ctx, hooks, opts.approval);
     view = checked.view;
     if (ctx.signal.aborted) {
       throw new ToolError("tool_aborted", `tool "${tool.id}" was cancelled before it ran`);
@@ -417,4 +445,49 @@ async function invoke(tool: Tool, input: unknown, options: InvokeOptions, forPro
     }
     throw error;
   }
+}
+
+/**
+ * The approval gate (docs/approvals.md): the host's `approve` hook first, for any call; when it
+ * says nothing, the tool's own `approval`. A call that needs a person goes to the caller's gate,
+ * and is refused where nothing can ask one (a direct call, a subagent task, a workflow step).
+ */
+async function passApprovalGate(tool: Tool, impl: ToolInternals, input: Record<string, unknown>, ctx: ToolContext, hooks: ToolHooks | undefined, gate: ApprovalGate | undefined): Promise<void> {
+  if (!hooks?.approve && impl.approval === undefined && gate === undefined) return;
+  // The digest costs a canonical JSON of the input: only for the hook, or for a call that needs a person.
+  let digest = hooks?.approve ? approvalDigest(tool.id, input) : "";
+  let toolRequires = false;
+  if (impl.approval === "required") toolRequires = true;
+  else if (impl.approval !== undefined) {
+    try {
+      toolRequires = (await impl.approval(input, ctx)) === true;
+    } catch (err) {
+      throw new ToolError("tool_denied", `tool "${tool.id}" call denied: its approval function failed: ${messageOf(err)}`, { reason: "hook_failed", cause: err });
+    }
+  }
+  let required = toolRequires;
+  if (hooks?.approve) {
+    let decision: unknown;
+    try {
+      decision = await hooks.approve({ tool: refOf(tool), input, has_result_views: tool.hasResultViews, digest, tool_requires_approval: toolRequires, ctx });
+    } catch (err) {
+      throw new ToolError("tool_denied", `tool "${tool.id}" call denied: the approve hook failed: ${messageOf(err)}`, { reason: "hook_failed", cause: err });
+    }
+    if (decision === "deny") throw new ToolError("tool_denied", `tool "${tool.id}" call denied by the host's approval policy`, { reason: "approval_denied" });
+    if (decision === "allow") required = false;
+    else if (decision === "ask") required = true;
+    else if (decision !== undefined && decision !== null) {
+      throw new ToolError("tool_denied", `tool "${tool.id}" call denied: the approve hook returned ${describeValue(decision)}; expected "allow", "deny", "ask" or nothing`, { reason: "hook_failed" });
+    }
+  }
+  if (!gate) {
+    if (!required) return;
+    const where = ctx.depth > 0 || ctx.taskId !== undefined
+      ? "a subagent task cannot ask a person: approvals belong to the top-level program, so make this call from the program that spawned the task"
+      : "nothing here can ask a person: call it from a program (ptc_run_code or cm.run), which stops and asks";
+    throw new ToolError("tool_denied", `tool "${tool.id}" needs a person's approval before it runs, and ${where}`, { reason: "approval_required" });
+  }
+  if (required && digest === "") digest = approvalDigest(tool.id, input);
+  const answer = await gate({ tool, input, digest, required });
+  if (answer !== "allow") throw new ToolError("tool_denied", answer.deny, { reason: answer.reason ?? "approval_denied" });
 }

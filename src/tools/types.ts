@@ -10,6 +10,16 @@ export interface ToolContext {
   runId: string;
   depth: number;
   taskId?: string;
+  /**
+   * Stable across replays and resumes of the same run (its run id and the call's sequence number):
+   * a tool with side effects can deduplicate on it. Absent for calls outside a program.
+   */
+  idempotencyKey?: string;
+  /**
+   * Present when a person can be asked now (an MCP client with elicitation, a terminal): what
+   * ptc_run_code hands its program's approval gate. Answers by approval_id; undefined: nobody answered.
+   */
+  askApproval?: (pending: Array<{ approval_id: string; tool: string; input: Record<string, unknown>; digest: string }>, signal: AbortSignal) => Promise<Record<string, "allow" | "deny" | { decision: "allow" | "deny"; remember?: boolean; reason?: string }> | undefined>;
   /** When the calling program's run times out (epoch milliseconds), for a tool that waits; absent outside a program. */
   deadline?: number;
   /** Where this call's own spans go (OpenTelemetry: the tracer and the call's span as parent); absent when nothing is traced. */
@@ -91,12 +101,36 @@ export interface PostErrorEvent {
   has_result_views: boolean;
   result_view?: ResultView;
   /** Which step failed: the input check, the preCall hook, `execute`, or the output projection. */
-  stage: "input" | "pre_call" | "execute" | "output";
+  stage: "input" | "pre_call" | "approval" | "execute" | "output";
   error: ToolError;
   ctx: ToolContext;
 }
 
+/** What `hooks.approve` sees: every call, after preCall, before the tool runs. */
+export interface ApproveEvent {
+  tool: ToolRef;
+  /** The input as sent, `result_view` included. */
+  input: Record<string, unknown>;
+  has_result_views: boolean;
+  /** `approvalDigest(tool.id, input)`: the input without `result_view` (docs/tool-contract.md#hooks-and-pinned-views), what remembered approvals match. */
+  digest: string;
+  /** Whether the tool itself asks for approval (`approval: "required"`, or its function said so). */
+  tool_requires_approval: boolean;
+  ctx: ToolContext;
+}
+
+/**
+ * `allow` runs the call, `deny` refuses it (tool_denied / approval_denied), `ask` needs a person's
+ * decision; nothing (undefined) leaves it to the tool's own `approval`.
+ */
+export type ApproveDecision = void | undefined | "allow" | "deny" | "ask";
+
+/** A tool's own approval policy: always, or when its function says so for this input. */
+export type ApprovalPolicy = "required" | ((input: Record<string, unknown>, ctx: ToolContext) => boolean | Promise<boolean>);
+
 export interface ToolHooks {
+  /** The host's approval policy for any call; see ApproveDecision. */
+  approve?(event: ApproveEvent): ApproveDecision | Promise<ApproveDecision>;
   preCall?(event: PreCallEvent): PreCallDecision | Promise<PreCallDecision>;
   postCall?(event: PostCallEvent): PostCallDecision | Promise<PostCallDecision>;
   postError?(event: PostErrorEvent): void | Promise<void>;

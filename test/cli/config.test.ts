@@ -59,7 +59,7 @@ describe("the published JSON Schema", () => {
 
 describe("problems name the line, the column and the fix", () => {
   it("a misspelt field gets did you mean, at its key's position, at any depth", () => {
-    expect(problem('{\n  "limit": {}\n}')).toBe('codemode.json:2:3: unknown field "limit"; did you mean "limits"? (known here: "$schema", "limits", "dataDir", "agentsDir", "workspace", "mcpServers", "tasks", "declarations")');
+    expect(problem('{\n  "limit": {}\n}')).toBe('codemode.json:2:3: unknown field "limit"; did you mean "limits"? (known here: "$schema", "limits", "dataDir", "agentsDir", "workspace", "mcpServers", "tasks", "declarations", "approvals")');
     expect(problem('{ "mcpServers": {\n  "fs": { "comand": "node" }\n} }')).toBe(
       [
         "codemode.json:2:9: mcpServers.fs.command is missing: it must be a non-empty string (the program to start)",
@@ -68,7 +68,7 @@ describe("problems name the line, the column and the fix", () => {
     );
     expect(problem('{ "limits": { "timeoutMS": 5 } }')).toContain('codemode.json:1:15: unknown field "limits.timeoutMS"; did you mean "timeoutMs"?');
     // No near name: no guess.
-    expect(problem('{ "zzz": 1 }')).toBe('codemode.json:1:3: unknown field "zzz" (known here: "$schema", "limits", "dataDir", "agentsDir", "workspace", "mcpServers", "tasks", "declarations")');
+    expect(problem('{ "zzz": 1 }')).toBe('codemode.json:1:3: unknown field "zzz" (known here: "$schema", "limits", "dataDir", "agentsDir", "workspace", "mcpServers", "tasks", "declarations", "approvals")');
   });
 
   it("a wrong value says what was expected and what it got, at the value", () => {

@@ -2,11 +2,32 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readdirSync } from "node:fs";
+import { spawn } from "node:child_process";
 import { ROOT, runCli, sourceTree } from "../mcp/helpers.js";
 
 const FANOUT_CONFIG = join(ROOT, "examples", "fanout", "codemode.json");
 
 describe("examples", () => {
+  it("approvals: the run stops before the production deploy, resumes with the decision, and the calls before it ran once", async () => {
+    const host = join(ROOT, "examples", "approvals", "host.mjs");
+    const run = (answer: string) =>
+      new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = spawn(process.execPath, [host, answer], { cwd: ROOT });
+        let stdout = "";
+        child.stdout.on("data", (chunk: Buffer) => (stdout += chunk));
+        child.on("close", (code) => resolve({ code, stdout }));
+      });
+    const waiting = `first run: interrupted; waiting: call_3 tools.deploy({"version":"web-1.4.2","env":"production"})`;
+    expect(await run("allow")).toStrictEqual({
+      code: 0,
+      stdout: [waiting, "resumed (allow): ok", "staging: https://staging.example/web-1.4.2", "production: https://production.example/web-1.4.2", "the host ran: release web; deploy web-1.4.2 to staging (2); deploy web-1.4.2 to production (3)", ""].join("\n"),
+    });
+    expect(await run("deny")).toStrictEqual({
+      code: 0,
+      stdout: [waiting, "resumed (deny): ok", "staging: https://staging.example/web-1.4.2", "production not deployed: approval_denied", "the host ran: release web; deploy web-1.4.2 to staging (2)", ""].join("\n"),
+    });
+  });
+
   it("(c) mcp-upstream: a program uses an upstream MCP server's tools", async () => {
     const cwd = join(ROOT, "examples", "mcp-upstream");
     expect(await runCli(["run", "program.js"], { cwd })).toEqual({

@@ -298,7 +298,7 @@ describe("API misuse rejects; script outcomes resolve", () => {
     await expect(cm.run("1", { limits: { memoryBytes: "lots" } } as never)).rejects.toThrow("options.limits.memoryBytes must be an integer");
     await expect(createCodemode({ limits: { nope: 1 } } as never)).rejects.toThrow("options.limits.nope is not a limit");
     await expect(createCodemode({ tools: [{ name: "x" }] })).rejects.toThrow(/options\.tools\[0\]/);
-    await expect(createCodemode({ hooks: { beforeCall: () => undefined } } as never)).rejects.toThrow("options.hooks.beforeCall is not a hook; known hooks: preCall, postCall, postError");
+    await expect(createCodemode({ hooks: { beforeCall: () => undefined } } as never)).rejects.toThrow("options.hooks.beforeCall is not a hook; known hooks: approve, preCall, postCall, postError");
     await expect(createCodemode({ hooks: { preCall: 1 } } as never)).rejects.toThrow("options.hooks.preCall must be a function, got the number 1");
     await expect(createCodemode({ development: "yes" } as never)).rejects.toThrow('options.development must be a boolean, got the string "yes"');
     await expect(createCodemode({ workers: { max: 0 } })).rejects.toThrow("options.workers.max must be an integer from 1 to 256, got the number 0");

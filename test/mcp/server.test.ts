@@ -45,8 +45,9 @@ describe("codemode mcp", () => {
     expect(runtimeToolIds).toEqual(expect.arrayContaining(["ptc_run_code", "tool_info"]));
     for (const tool of tools) expect(tool.inputSchema.type).toBe("object");
     const run = tools.find((tool) => tool.name === "ptc_run_code")!;
-    expect(run.inputSchema.required).toEqual(["code"]);
-    expect(Object.keys(run.inputSchema.properties!)).toEqual(["code", "timeout_ms", "session"]);
+    // code, or resume (with approvals) to continue an interrupted run: neither is required alone.
+    expect(Object.hasOwn(run.inputSchema, "required")).toBe(false);
+    expect(Object.keys(run.inputSchema.properties!)).toEqual(["code", "timeout_ms", "session", "resume", "approvals"]);
     expect(run.outputSchema?.required).toEqual(["duration_ms", "status", "tool_calls"]);
     // The description is the binding contract plus declarations of what programs can reach:
     // the upstream server's tools and the workspace tools, which are not listed themselves.

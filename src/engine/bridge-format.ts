@@ -1,0 +1,81 @@
+// What travels over the shared-memory bridge (ring.ts) between the host and a sandbox worker.
+//
+// Host → worker: one frame per tool result, `<run>.<callId>.<0|1><json>` (the run's abort number,
+// so results of an ended run are told apart), text that the worker never parses beyond the prefix.
+// Worker → host: a batch of the run's messages (protocol.ts), as JSON text when small; a batch
+// that carries large strings goes as a structured-clone `{ posted }` message instead, since the
+// port copies strings and JSON would escape every quote of them.
+import type { BridgeMessage } from "./ring.js";
+import type { WorkerToHost } from "./protocol.js";
+
+/** A batch of the run's messages past this many characters is sent at once, through the port. */
+export const SEND_NOW_CHARS = 64 * 1024;
+
+export interface BridgeSettle {
+  abortSeq: number;
+  callId: number;
+  ok: boolean;
+  /** JSON text, or (results only) the value in QuickJS's binary format (bjson.ts). */
+  json: string | Uint8Array;
+}
+
+/** A result in QuickJS's binary format: 4 bytes run, 4 bytes call, then the encoding (its own buffer, so the port can transfer it). */
+const BINARY_HEADER = 8;
+
+export function formatSettle(abortSeq: number, callId: number, ok: boolean, json: string | Uint8Array): BridgeMessage {
+  if (typeof json === "string") return `${abortSeq}.${callId}.${ok ? 1 : 0}${json}`;
+  const frame = new Uint8Array(BINARY_HEADER + json.length);
+  const view = new DataView(frame.buffer);
+  view.setUint32(0, abortSeq, true);
+  view.setUint32(4, callId, true);
+  frame.set(json, BINARY_HEADER);
+  return frame;
+}
+
+export function parseSettle(message: BridgeMessage): BridgeSettle {
+  if (message instanceof Uint8Array) {
+    const view = new DataView(message.buffer, message.byteOffset, message.byteLength);
+    return { abortSeq: view.getUint32(0, true), callId: view.getUint32(4, true), ok: true, json: message.subarray(BINARY_HEADER) };
+  }
+  if (typeof message !== "string") throw new TypeError("the bridge expected a tool result");
+  const first = message.indexOf(".");
+  const second = message.indexOf(".", first + 1);
+  return {
+    abortSeq: Number(message.slice(0, first)),
+    callId: Number(message.slice(first + 1, second)),
+    ok: message.charCodeAt(second + 1) === 0x31,
+    json: message.slice(second + 2),
+  };
+}
+
+/** Characters of the strings a message carries: what its batch costs to encode. */
+export function runMessageChars(message: WorkerToHost): number {
+  switch (message.type) {
+    case "call":
+      return message.args.length + 64;
+    case "flush": {
+      let chars = 64;
+      for (const piece of message.text) chars += piece.length;
+      for (const line of message.console) chars += line.text.length;
+      return chars;
+    }
+    case "store":
+      return (message.json?.length ?? 0) + message.key.length + 64;
+    case "done": {
+      let chars = 256 + (message.valueJson?.length ?? 0);
+      for (const piece of message.text ?? []) chars += piece.length;
+      for (const line of message.console ?? []) chars += line.text.length;
+      for (const warning of message.warnings) chars += warning.length;
+      return chars;
+    }
+    default:
+      return 64;
+  }
+}
+
+/** The messages of one batch from the worker. */
+export function parseBatch(message: BridgeMessage): WorkerToHost[] {
+  if (typeof message === "string") return JSON.parse(message) as WorkerToHost[];
+  if (message instanceof Uint8Array) throw new TypeError("the bridge expected a batch of messages, got bytes");
+  return message.posted as WorkerToHost[];
+}

@@ -1,0 +1,1 @@
+export { NO_REDIS, RedisServer, redisInstalled } from "../../../bench/redis-server.js";
