@@ -87,7 +87,10 @@ async function drain(server: RedisServer, dir: string, workers: number): Promise
     return await timeTasks(cm, workers);
   } finally {
     await cm.close();
-    await Promise.all(children.map((c) => new Promise((r) => (c.once("exit", r), c.kill("SIGTERM")))));
+    await Promise.all(children.map((c) => new Promise((r) => {
+          c.once("exit", r);
+          c.kill("SIGTERM");
+        })));
   }
 }
 

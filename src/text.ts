@@ -1,5 +1,9 @@
 // Small text helpers shared across the host side: how sizes and received values are named in
-// error messages, and cutting UTF-8 text to a byte budget without splitting a character.
+// error messages, and the cuts of text. Every cut lives here, in two units: UTF-8 bytes
+// (takeHead, takeTail: what a budget counts) and UTF-16 characters (headChars, tailChars: what a
+// message or preview is capped at). None of them ever splits a character. What marks a cut ("…",
+// a marker naming a spill file) is the caller's; tools/budget.ts builds the output budget's cut on
+// takeHead and takeTail.
 
 /** "812 bytes", "3.0 KiB", "8.0 MiB": the one way sizes are shown, in messages and in tables. */
 export function formatBytes(bytes: number): string {
@@ -17,13 +21,28 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, "0")}s`;
 }
 
-/** How an error message names a value it did not expect: `the string "x"`, `the number 0`, `an array`. */
-export function describeReceived(value: unknown): string {
+/** The words describeReceived uses: JavaScript's by default; a YAML or JSON file's reader may want its own. */
+export interface ValueWords {
+  array: string;
+  object: string;
+  /** Before `number 0`, `boolean true`: "the " or nothing. */
+  article: string;
+}
+
+const JS_WORDS: ValueWords = { array: "an array", object: "an object", article: "the " };
+/** A YAML document's words: lists and mappings. */
+export const YAML_WORDS: ValueWords = { array: "a list", object: "a mapping", article: "the " };
+
+/**
+ * How an error message names a value it did not expect: `the string "x"`, `the number 0`,
+ * `an array` (or `a list`, with YAML_WORDS). The one describer of received values.
+ */
+export function describeReceived(value: unknown, words: ValueWords = JS_WORDS): string {
   if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
+  if (Array.isArray(value)) return words.array;
   if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + "…" : value)}`;
-  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return `the ${typeof value} ${String(value)}`;
-  return typeof value === "object" ? "an object" : typeof value;
+  if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return `${words.article}${typeof value} ${String(value)}`;
+  return typeof value === "object" ? words.object : typeof value;
 }
 
 /** The longest prefix of `text` that is at most `bytes` UTF-8 bytes, never splitting a character. */
@@ -42,6 +61,18 @@ export function takeTail(text: string, bytes: number): string {
   let slice = text.slice(Math.max(0, text.length - bytes));
   while (Buffer.byteLength(slice) > bytes) slice = slice.slice(Math.max(1, Math.ceil((Buffer.byteLength(slice) - bytes) / 3)));
   return dropLoneSurrogate(slice, "start");
+}
+
+/** The first `chars` UTF-16 units of `text`, one fewer when the last would be half a surrogate pair. */
+export function headChars(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  return dropLoneSurrogate(text.slice(0, Math.max(0, chars)), "end");
+}
+
+/** The last `chars` UTF-16 units of `text`, one fewer when the first would be half a surrogate pair. */
+export function tailChars(text: string, chars: number): string {
+  if (text.length <= chars) return text;
+  return chars <= 0 ? "" : dropLoneSurrogate(text.slice(text.length - chars), "start");
 }
 
 function dropLoneSurrogate(text: string, side: "start" | "end"): string {
@@ -85,7 +116,7 @@ export function summaryLine(text: string, maxChars = 100): string {
   if (line.length <= maxChars) return line;
   const sentence = /^.*?[.!?](?=\s)/.exec(line.slice(0, maxChars))?.[0];
   if (sentence !== undefined && sentence.length >= maxChars / 3) return sentence;
-  const cut = line.slice(0, maxChars - 1).replace(/[\ud800-\udbff]$/, "");
+  const cut = headChars(line, maxChars - 1);
   const space = cut.lastIndexOf(" ");
   return `${(space >= maxChars / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }

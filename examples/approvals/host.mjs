@@ -15,7 +15,10 @@ const release = defineTool({
   description: "The release a name points at",
   input: z.object({ name: z.string() }),
   output: z.object({ version: z.string() }),
-  execute: async ({ name }) => (ran.push(`release ${name}`), { version: `${name}-1.4.2` }),
+  execute: async ({ name }) => {
+    ran.push(`release ${name}`);
+    return { version: `${name}-1.4.2` };
+  },
 });
 const deploy = defineTool({
   name: "deploy",
@@ -25,7 +28,10 @@ const deploy = defineTool({
   input: z.object({ version: z.string(), env: z.enum(["staging", "production"]) }),
   output: z.object({ url: z.string() }),
   // ctx.idempotencyKey is the same in every run of this program: a real deployer would dedupe on it.
-  execute: async ({ version, env }, ctx) => (ran.push(`deploy ${version} to ${env} (${ctx.idempotencyKey.split(":")[1]})`), { url: `https://${env}.example/${version}` }),
+  execute: async ({ version, env }, ctx) => {
+    ran.push(`deploy ${version} to ${env} (${ctx.idempotencyKey.split(":")[1]})`);
+    return { url: `https://${env}.example/${version}` };
+  },
 });
 
 const program = `

@@ -41,7 +41,7 @@ const limits = z
   .strictObject(Object.fromEntries(Object.entries(LIMIT_RANGES).map(([key, [min, max]]) => [key, integer(min, max, LIMIT_TEXT[key as keyof Limits]).optional()])) as Record<keyof Limits, z.ZodOptional<ReturnType<typeof integer>>>, {
     error: "an object of limits",
   })
-  .describe("Limits of every program run (SPEC §5); each is optional.");
+  .describe("Limits of every program run (docs/limits.md); each is optional.");
 
 const stringMap = (what: string, description: string) => z.record(z.string(), z.string({ error: "a string" }), { error: `an object of ${what}` }).describe(description);
 

@@ -6,6 +6,7 @@ import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, parseDuration, usageFla
 import { loadConfig } from "./config.js";
 import { text } from "node:stream/consumers";
 import { EXIT_FAILED, EXIT_OK, line, useColor, write, writeOutput, type Io } from "./io.js";
+import { SESSION_NAME } from "../codemode/sessions.js";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { canAsk, cliResumeHint, EXIT_INTERRUPTED, terminalAsker } from "./approvals.js";
 import type { RunResult } from "../codemode/run-result.js";
@@ -38,7 +39,6 @@ Exit codes: 0 the program succeeded, 1 it failed (the failure is printed on stde
 3 it stopped for an approval (resume it with the printed codemode resume command).`,
 });
 
-const SESSION = /^[\w.:@-]{1,200}$/;
 
 export async function runCommand(argv: readonly string[], io: Io): Promise<number> {
   const { flags, positionals } = parseArgs("codemode run", argv, RUN_FLAGS);
@@ -50,7 +50,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
   if (positionals.length > 1) throw new UsageError(`codemode run: expected one program file, got ${positionals.length}: ${positionals.join(" ")}`);
   const timeoutMs = typeof flags.timeout === "string" ? parseDuration("codemode run", "timeout", flags.timeout) : undefined;
   const session = flags.session as string | undefined;
-  if (session !== undefined && !SESSION.test(session)) {
+  if (session !== undefined && !SESSION_NAME.test(session)) {
     throw new UsageError(`codemode run: --session must be 1–200 letters, digits, "_", ".", ":", "@" or "-", got "${session}"`);
   }
 
@@ -84,7 +84,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
       controller.abort();
     };
     process.on("SIGINT", onSigint);
-    let result;
+    let result: Awaited<ReturnType<typeof runtime.cm.run>>;
     try {
       // A call that needs a person is asked on the terminal when there is one (and the program did
       // not come on stdin); otherwise the run stops and prints its continuation for codemode resume.

@@ -1,5 +1,5 @@
 // Approvals a person gave once and asked to remember (docs/approvals.md): kept per session, matched
-// by the approval digest — the tool and its input without `result_view` (seed 000, "Approvals"),
+// by the approval digest — the tool and its input without `result_view` (docs/tool-contract.md#hooks-and-pinned-views),
 // so the same call matches whatever view it asks for, and any other input does not. In memory for
 // a library instance without a data dir; with one, in `<dataDir>/approvals.json`.
 import { join } from "node:path";

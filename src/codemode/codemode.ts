@@ -36,7 +36,7 @@ import { executeRun, type ApprovalAsker, type Resumption, type RunApprovals } fr
 import { checkAnswers, RememberedApprovals, type ApprovalAnswerInput, type RememberedApproval } from "./approvals.js";
 import { codeDigest, ContinuationError, ContinuationVault, type PendingApproval } from "./continuation.js";
 import { hasApprovalPolicy, type ApprovalGate } from "../tools/index.js";
-import { SessionStores } from "./sessions.js";
+import { SESSION_NAME, SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
 import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
 import { spillingBound } from "./output.js";
@@ -193,7 +193,6 @@ function libraryResumeHint(_continuation: string, pending: readonly PendingAppro
 }
 
 const DEFAULT_SESSION = "default";
-const SESSION_PATTERN = /^[\w.:@-]{1,200}$/;
 
 export class Codemode {
   private closed = false;
@@ -610,7 +609,7 @@ function checkRunOptions(options: RunOptions, where: string): InternalRunOptions
   }
   if (options.timeoutMs !== undefined) checkLimits({ timeoutMs: options.timeoutMs }, where);
   if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new TypeError(`${where}.signal must be an AbortSignal, got ${describe(options.signal)}`);
-  if (options.session !== undefined && (typeof options.session !== "string" || !SESSION_PATTERN.test(options.session))) {
+  if (options.session !== undefined && (typeof options.session !== "string" || !SESSION_NAME.test(options.session))) {
     throw new TypeError(`${where}.session must be 1–200 characters of letters, digits, "_", ".", ":", "@" or "-", got ${describe(options.session)}`);
   }
   if (options.askApproval !== undefined && typeof options.askApproval !== "function") throw new TypeError(`${where}.askApproval must be a function (pending, signal) => Promise<answers | undefined>, got ${describe(options.askApproval)}`);

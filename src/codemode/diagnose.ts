@@ -16,7 +16,7 @@ let acornLoaded: Promise<Acorn> | undefined;
 const loadAcorn = (): Promise<Acorn> => (acornLoaded ??= import("acorn"));
 
 /** An ESTree node, read loosely: diagnosis walks whatever the parser gives. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: any node kind's fields are read, each checked where it is used
 type N = { type: string; start: number; end: number; [key: string]: any };
 
 const PARSE_OPTIONS = { ecmaVersion: "latest", sourceType: "script", allowReturnOutsideFunction: true, allowAwaitOutsideFunction: true, allowHashBang: true } as const;
@@ -36,7 +36,11 @@ function index(root: N): Parsed {
       if (key === "loc") continue;
       const value = node[key];
       if (Array.isArray(value)) {
-        for (const child of value) if (isNode(child)) (parent.set(child, node), visit(child));
+        for (const child of value) {
+          if (!isNode(child)) continue;
+          parent.set(child, node);
+          visit(child);
+        }
       } else if (isNode(value)) {
         parent.set(value, node);
         visit(value);
@@ -408,7 +412,7 @@ async function failedCallSite(input: DiagnoseInput): Promise<Diagnosis | undefin
 
 /** Whether an argument written as an object literal has exactly the keys of a call's JSON arguments. */
 function sameKeys(argument: N | undefined, json: string): boolean {
-  if (!argument || argument.type !== "ObjectExpression") return false;
+  if (argument?.type !== "ObjectExpression") return false;
   let sent: unknown;
   try {
     sent = JSON.parse(json);
@@ -508,7 +512,7 @@ class Analysis {
     if (root.type !== "Identifier") return undefined;
     const declarator = this.parsed.nodes.find((candidate) => candidate.type === "VariableDeclarator" && candidate.id.type === "Identifier" && candidate.id.name === root.name && candidate.start < root.start);
     const init = declarator?.init as N | undefined;
-    if (!init || init.type !== "CallExpression" || init.callee.type !== "Identifier") return undefined;
+    if (init?.type !== "CallExpression" || init.callee.type !== "Identifier") return undefined;
     const name = init.callee.name as string;
     const isAsync = this.parsed.nodes.some(
       (candidate) =>
@@ -603,7 +607,7 @@ class Analysis {
         consider(node, () => this.origin(node.right, depth + 1));
       } else if ((node.type === "ArrowFunctionExpression" || node.type === "FunctionExpression") && node.params.length > 0) {
         const call = this.parsed.parent.get(node);
-        if (!call || call.type !== "CallExpression" || call.arguments[0] !== node || call.callee.type !== "MemberExpression") continue;
+        if (call?.type !== "CallExpression" || call.arguments[0] !== node || call.callee.type !== "MemberExpression") continue;
         const method = call.callee.property.name as string | undefined;
         const param = method === "reduce" ? node.params[1] : ITEM_CALLBACKS.has(method ?? "") ? node.params[0] : undefined;
         if (!param) continue;

@@ -1,4 +1,4 @@
-// The limits of SPEC §5: defaults, validation of what a host passes, and merging per run.
+// The limits of a run (docs/limits.md): defaults, validation of what a host passes, and merging per run.
 import type { RunLimits } from "../engine/protocol.js";
 import { describeReceived as describe } from "../text.js";
 

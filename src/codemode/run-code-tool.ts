@@ -6,30 +6,12 @@ import { defineTool, ToolError, type Tool } from "../tools/index.js";
 import { ContinuationError, type PendingApproval } from "./continuation.js";
 import type { ApprovalAnswerInput } from "./approvals.js";
 import type { Codemode } from "./codemode.js";
+import { runStructuredSchema } from "./run-result.js";
+import { SESSION_NAME } from "./sessions.js";
 import { formatBytes, summaryLine } from "../text.js";
 
 export const RUN_CODE_TOOL = "ptc_run_code";
 
-const runOutput = z.object({
-  status: z.enum(["ok", "error", "interrupted"]),
-  value: z.unknown().optional(),
-  error: z
-    .object({
-      kind: z.enum(["syntax", "exception", "timeout", "memory", "stack", "call_limit", "aborted", "sandbox"]),
-      message: z.string(),
-      line: z.number().int().optional(),
-      column: z.number().int().optional(),
-      hint: z.string().optional(),
-    })
-    .optional(),
-  pending_approvals: z
-    .array(z.object({ approval_id: z.string(), tool: z.string(), input: z.record(z.string(), z.unknown()), digest: z.string() }))
-    .optional()
-    .describe("status interrupted: the calls that wait for a person's decision"),
-  continuation: z.string().optional().describe("status interrupted: pass it back as `resume` with the person's `approvals`"),
-  tool_calls: z.number().int(),
-  duration_ms: z.number(),
-});
 
 const answer = z.union([
   z.enum(["allow", "deny"]),
@@ -62,11 +44,11 @@ export function runCodeTool(cm: Codemode, declarations: string): Tool {
     input: z.object({
       code: z.string().min(1).optional().describe("The JavaScript program (leave out when resuming)"),
       timeout_ms: z.number().int().min(1).max(600_000).optional().describe("Wall-clock deadline (default 30000)"),
-      session: z.string().regex(/^[\w.:@-]{1,200}$/).optional().describe("Runs of one session share store()/load()"),
+      session: z.string().regex(SESSION_NAME).optional().describe("Runs of one session share store()/load()"),
       resume: z.string().min(1).optional().describe("The continuation of an interrupted run, to continue it"),
       approvals: z.record(z.string(), answer).optional().describe('With resume: the person\'s answer per approval_id: "allow", "deny", or { decision, remember: true }'),
     }),
-    output: runOutput,
+    output: runStructuredSchema,
     execute: async (input, ctx) => {
       const onOutput = ctx.progress ? outputProgress(ctx.progress) : undefined;
       const ask = ctx.askApproval;
@@ -76,7 +58,7 @@ export function runCodeTool(cm: Codemode, declarations: string): Tool {
       } else if (input.timeout_ms !== undefined) {
         throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input "timeout_ms" cannot change on resume: a resumed run keeps the limits it started with`, { reason: "schema_invalid" });
       }
-      let result;
+      let result: Awaited<ReturnType<Codemode["runInternal"]>>;
       if (input.resume !== undefined) {
         try {
           result = await cm.resumeInternal(

@@ -1,11 +1,13 @@
-// Assembling the RunResult of SPEC §4 from what a run produced. One budget covers every byte the
-// model sees: the failure line, the program's output and the receipt of tool calls.
-import type { ConsoleLine, ErrorKind, GuestError } from "../engine/protocol.js";
+// Assembling the RunResult (docs/guest-api.md#the-run-result) from what a run produced. One budget
+// covers every byte the model sees: the failure line, the program's output and the receipt of
+// tool calls.
+import { z } from "zod";
+import { type ConsoleLine, ERROR_KINDS, type GuestError } from "../engine/protocol.js";
 import type { TextContent } from "../tools/index.js";
 import type { OutputCollector } from "./output.js";
 import type { SourceNote } from "./run.js";
 import { codeFrame } from "./diagnose.js";
-import { formatBytes, takeHead, wellFormed } from "../text.js";
+import { formatBytes, headChars, takeHead, wellFormed } from "../text.js";
 import type { PendingApproval } from "./continuation.js";
 import { interruptedText } from "./approvals.js";
 
@@ -22,18 +24,30 @@ export interface CallRecord {
   awaitingApproval?: string;
 }
 
-// A type alias (not an interface) so it is assignable to the record type tool outputs use.
-export type RunStructuredContent = {
-  status: "ok" | "error" | "interrupted";
-  value?: unknown;
-  error?: { kind: ErrorKind; message: string; line?: number; column?: number; hint?: string };
+/** A run's `structuredContent`: the output schema of `ptc_run_code`, and the type derived from it. */
+export const runStructuredSchema = z.object({
+  status: z.enum(["ok", "error", "interrupted"]),
+  value: z.unknown().optional(),
+  error: z
+    .object({
+      kind: z.enum(ERROR_KINDS),
+      message: z.string(),
+      line: z.number().int().optional(),
+      column: z.number().int().optional(),
+      hint: z.string().optional(),
+    })
+    .optional(),
   /** Interrupted: the calls that wait for a person's decision (docs/approvals.md). */
-  pending_approvals?: PendingApproval[];
+  pending_approvals: z
+    .array(z.object({ approval_id: z.string(), tool: z.string(), input: z.record(z.string(), z.unknown()), digest: z.string() }))
+    .optional()
+    .describe("status interrupted: the calls that wait for a person's decision"),
   /** Interrupted: what cm.resume() / ptc_run_code({ resume }) continues the run from. */
-  continuation?: string;
-  tool_calls: number;
-  duration_ms: number;
-};
+  continuation: z.string().optional().describe("status interrupted: pass it back as `resume` with the person's `approvals`"),
+  tool_calls: z.number().int(),
+  duration_ms: z.number(),
+});
+export type RunStructuredContent = z.infer<typeof runStructuredSchema>;
 
 export interface RunDetails {
   runId: string;
@@ -151,7 +165,7 @@ export function buildRunResult(outcome: RunOutcome): RunResult {
 
 function warningsText(warnings: readonly string[]): string {
   if (warnings.length === 0) return "";
-  const lines = warnings.slice(0, CONTENT_WARNINGS).map((warning) => `- ${warning.length > WARNING_CHARS ? `${warning.slice(0, WARNING_CHARS)}…` : warning}`);
+  const lines = warnings.slice(0, CONTENT_WARNINGS).map((warning) => `- ${warning.length > WARNING_CHARS ? `${headChars(warning, WARNING_CHARS)}…` : warning}`);
   if (warnings.length > CONTENT_WARNINGS) lines.push(`- … and ${warnings.length - CONTENT_WARNINGS} more in details.warnings`);
   return `Warnings:\n${lines.join("\n")}`;
 }
@@ -166,7 +180,7 @@ function renderValue(value: unknown, room: number): string {
   const json = JSON.stringify(value, null, 2) ?? String(value);
   if (Buffer.byteLength(json) <= room) return json;
   const marker = `\n[… return value cut to fit the ${room}-byte output budget; read it from structuredContent.value …]`;
-  return Buffer.from(json).subarray(0, Math.max(0, room - Buffer.byteLength(marker))).toString("utf8").replace(/\uFFFD$/, "") + marker;
+  return takeHead(json, room - Buffer.byteLength(marker)) + marker;
 }
 
 function receipt(calls: CallRecord[], callCount: number): string {

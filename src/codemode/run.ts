@@ -3,13 +3,13 @@
 // end, and building the RunResult.
 import type { SandboxEngine } from "../engine/engine.js";
 import type { ConsoleLine, DoneMessage, GuestError } from "../engine/protocol.js";
-import { guestError, invokeToolForProgram, ToolError, type ApprovalAnswer, type ApprovalRequest, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
+import { invokeToolForProgram, toolRejection, ToolError, type ApprovalAnswer, type ApprovalRequest, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
 import { encodeToolResult } from "../engine/bjson.js";
 import type { ApprovalAnswerInput, RememberedApprovals } from "./approvals.js";
 import { codeDigest, ContinuationError, newContinuationId, type ContinuationVault, type PendingApproval, type SuspendedRun } from "./continuation.js";
 import { ClockRecord, randomSeed, Replayer, splitClock, type LedgerCall } from "./ledger.js";
 import { engineLimits, type Limits } from "./limits.js";
-import { formatBytes } from "../text.js";
+import { formatBytes, headChars, tailChars } from "../text.js";
 import { OutputCollector } from "./output.js";
 import { buildInterruptedResult, buildRunResult, type CallRecord, type RunResult } from "./run-result.js";
 import { jsonDepth, MAX_VALUE_DEPTH, parseGuestJson } from "./guest-json.js";
@@ -288,9 +288,9 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     if (ok) {
       json = payload as string | Uint8Array;
     } else {
-      const failure = guestError(payload);
+      const failure = toolRejection(payload);
       state.record.status = ended ? "cancelled" : "error";
-      state.record.error = failure.message.length > ARGS_PREVIEW ? failure.message.slice(0, ARGS_PREVIEW) + "…" : failure.message;
+      state.record.error = failure.message.length > ARGS_PREVIEW ? headChars(failure.message, ARGS_PREVIEW) + "…" : failure.message;
       json = JSON.stringify(failure);
     }
     if (approvals && !ended && !state.parked) ledger.push({ seq: state.seq, path: state.record.tool, args: state.argsJson, ok, json: json as string, order: settledCount++, at: round(performance.now() - started) });
@@ -650,17 +650,14 @@ function boundMessage(error: GuestError): GuestError {
   const { message } = error;
   if (message.length <= ERROR_MESSAGE_CHARS) return error;
   const half = ERROR_MESSAGE_CHARS / 2;
-  let head = message.slice(0, half);
-  let tail = message.slice(message.length - half);
-  // Never split a surrogate pair.
-  if (/[\ud800-\udbff]$/.test(head)) head = head.slice(0, -1);
-  if (/^[\udc00-\udfff]/.test(tail)) tail = tail.slice(1);
+  const head = headChars(message, half);
+  const tail = tailChars(message, half);
   const cut = message.length - head.length - tail.length;
   return { ...error, message: `${head}… [${cut} characters cut] …${tail}` };
 }
 
 function preview(json: string): string {
-  return json.length > ARGS_PREVIEW ? json.slice(0, ARGS_PREVIEW) + "…" : json;
+  return json.length > ARGS_PREVIEW ? headChars(json, ARGS_PREVIEW) + "…" : json;
 }
 
 function round(ms: number): number {

@@ -13,6 +13,13 @@ import { checkPrivateDir, createExclusive, ensurePrivateDir, readRegularFile, re
 import { currentOwner, isPidOwnerAlive as isOwnerAlive } from "../tasks/owner.js";
 import type { Owner } from "../tasks/types.js";
 
+/**
+ * What a session may be called, wherever a name arrives (`cm.run`'s `session`, `ptc_run_code`'s,
+ * `codemode run --session`): short, and made of characters that stay readable once encoded as a
+ * file name (fileOf below).
+ */
+export const SESSION_NAME = /^[\w.:@-]{1,200}$/;
+
 /** A session file holds at most 1 MiB of keys and values; its JSON text is a little larger. */
 const SESSION_FILE_MAX_BYTES = 4 * 1024 * 1024;
 /** Longest file name kept readable; longer names (":" and "@" triple when encoded) end in a digest. */

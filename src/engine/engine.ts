@@ -185,7 +185,7 @@ export class SandboxEngine {
       done,
       get binaryResults() {
         const slot = waiting.slot;
-        return slot !== undefined && slot.binaryResults && !slot.exited;
+        return slot?.binaryResults === true && !slot.exited;
       },
       get deadline() {
         return waiting.slot ? request.deadline : undefined;

@@ -111,7 +111,7 @@ export class GuestRun {
   constructor(
     private readonly instance: WasmInstance,
     private readonly request: RunRequest,
-    private readonly prelude: string,
+    prelude: string,
     private readonly abortFlag: Int32Array,
     private readonly post: (message: WorkerToHost) => void,
     /** Takes tool results already queued for this worker; true if it settled any. */

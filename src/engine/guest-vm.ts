@@ -3,7 +3,7 @@
 // where snapshots are unsupported and when they are switched off). Both are set up by the same
 // function, so a program cannot tell them apart.
 import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
-import { InstanceSnapshot, writeRandomState, type MemoryLayout, type TemplateSetup } from "./snapshot.js";
+import { type InstanceSnapshot, writeRandomState, type MemoryLayout, type TemplateSetup } from "./snapshot.js";
 import type { WasmInstance } from "./wasm-instance.js";
 
 const PRELUDE_FILE = "codemode-prelude.js";
@@ -83,7 +83,11 @@ export function freshVm(instance: WasmInstance, prelude: string, dispatch: HostD
       context: built,
       handles,
       restored: false,
-      seedRandom: (seed) => (layout ? (writeRandomState(instance, layout, built, seed), true) : false),
+      seedRandom: (seed) => {
+        if (!layout) return false;
+        writeRandomState(instance, layout, built, seed);
+        return true;
+      },
       end() {
         let clean = true;
         for (const handle of Object.values(handles)) clean = safely(() => handle.alive && handle.dispose()) && clean;

@@ -2,7 +2,8 @@
 // guest travel as JSON strings; the worker never parses them.
 import type { MemoryLayout } from "./snapshot.js";
 
-export type ErrorKind = "syntax" | "exception" | "timeout" | "memory" | "stack" | "call_limit" | "aborted" | "sandbox";
+export const ERROR_KINDS = ["syntax", "exception", "timeout", "memory", "stack", "call_limit", "aborted", "sandbox"] as const;
+export type ErrorKind = (typeof ERROR_KINDS)[number];
 
 /** Limits one run is held to, already validated and merged with the defaults. */
 export interface RunLimits {

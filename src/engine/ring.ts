@@ -69,7 +69,7 @@ class Lane {
 
   constructor(
     buffer: SharedArrayBuffer,
-    private readonly offset: number,
+    offset: number,
     private readonly capacity: number,
     private readonly head: number,
     private readonly tail: number,

@@ -23,7 +23,7 @@ export function elicitingAsker(server: Server): (pending: PendingApproval[], sig
     for (const p of pending) {
       properties[p.approval_id] = { type: "string", title: `tools.${p.tool}`, description: `allow: run it once; deny: refuse it; always: allow it and the same call for the rest of the session`, enum: ["allow", "deny", "always"] };
     }
-    let result;
+    let result: Awaited<ReturnType<typeof server.elicitInput>>;
     try {
       result = await server.elicitInput(
         {

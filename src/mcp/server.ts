@@ -23,8 +23,8 @@ export interface McpServeOptions {
   /** Short text for the client about what this server is. */
   instructions?: string;
   /**
-   * Advertise each tool's output schema (default true). false lists none (seed 000: a smaller
-   * catalog; the contracts stay readable with tool_info); results still carry structuredContent.
+   * Advertise each tool's output schema (default true). false lists none (a smaller
+   * catalog, docs/mcp.md#what-is-listed; the contracts stay readable with tool_info); results still carry structuredContent.
    */
   outputSchemas?: boolean;
   /** Least time between two progress notifications of one call (default 250 ms). */

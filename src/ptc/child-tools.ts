@@ -1,3 +1,5 @@
+// The host's tools as an openai child sees them: full paths, model-callable names, JSON Schemas and
+// which are read-only; a call runs through invokeTool like any other and answers with the model text.
 import { describeTool, invokeTool, type BoundOutput, type Tool, type ToolHooks } from "../tools/index.js";
 import type { ChildToolDescriptor, ChildToolProvider } from "../tasks/index.js";
 import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";

@@ -1,4 +1,7 @@
-import { summaryLine, takeTail } from "../text.js";
+// The runtime's task tools — ptc_subagent, ptc_task_wait, ptc_task_list, ptc_task_output,
+// ptc_task_stop — defined with defineTool over a TaskHost: their inputs, their compact and full
+// views, and the text a model reads (docs/tasks.md).
+import { headChars, summaryLine, takeTail } from "../text.js";
 import { z } from "zod";
 import { defineTool, pinnedText, ToolError, type PinnedText, type Tool, type ToolContext } from "../tools/index.js";
 import { isTerminal, TaskError, TaskHost, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type TaskRecord, type TaskStatus } from "../tasks/index.js";
@@ -29,7 +32,7 @@ const LIST_ERROR_CHARS = 300;
 function listRow(row: SnakeRecord): SnakeRecord {
   const message = row.error_message;
   if (message === undefined || message.length <= LIST_ERROR_CHARS) return row;
-  const head = message.slice(0, LIST_ERROR_CHARS).replace(/[\ud800-\udbff]$/, "");
+  const head = headChars(message, LIST_ERROR_CHARS);
   return { ...row, error_message: `${head}… (${message.length - head.length} more characters: ptc_task_output({ task_id: "${row.id}" }) has the whole message)` };
 }
 

@@ -1,5 +1,7 @@
+// The task record as programs read it: the zod schemas of the ptc tools' views (snake_case), the
+// projection from the host's record, the usage line, and the camelCase record `details` carries.
 import { z } from "zod";
-import { LOST_REASONS, TASK_STATUSES, headPreview, PREVIEW_BYTES, type TaskRecord, type Usage, type TaskHost } from "../tasks/index.js";
+import { DRIVER_KINDS, headPreview, LOST_REASONS, PREVIEW_BYTES, READ_ONLY_TIERS, REPORT_CHANNELS, TASK_STATUSES, type TaskHost, type TaskRecord, type Usage } from "../tasks/index.js";
 
 export const usageSchema = z.object({
   input: z.number().describe("Input tokens, counted by the host"),
@@ -16,8 +18,8 @@ export const reportSchema = z.object({
 });
 
 export const statusSchema = z.enum(TASK_STATUSES);
-export const reportChannelSchema = z.enum(["tool", "prompt-json", "none", "opted-out"]);
-export const readOnlyTierSchema = z.enum(["enforced", "advisory"]);
+export const reportChannelSchema = z.enum(REPORT_CHANNELS);
+export const readOnlyTierSchema = z.enum(READ_ONLY_TIERS);
 
 /** The whole task record in snake_case: what `result_view: "full"` adds. */
 export const taskRecordSchema = z.object({
@@ -29,7 +31,7 @@ export const taskRecordSchema = z.object({
   output_bytes: z.number().int().optional(),
   output_cut_bytes: z.number().int().optional().describe("Bytes the task printed past the host's output cap that its log does not hold"),
   error_message: z.string().optional(),
-  driver: z.enum(["script", "command", "openai", "function", "workflow"]),
+  driver: z.enum(DRIVER_KINDS),
   task: z.string(),
   parent_task_id: z.string().optional(),
   background: z.boolean(),

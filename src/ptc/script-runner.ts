@@ -1,3 +1,5 @@
+// The script driver's runner: runs a script agent's program in the codemode runtime with only the
+// tools its definition allows, streaming its text() output into the task's log in batches.
 import type { ScriptRunner } from "../tasks/index.js";
 import type { Tool } from "../tools/index.js";
 import type { TraceScope } from "../tracing.js";
@@ -48,11 +50,13 @@ const LOG_BATCH_MS = 100;
 const LOG_BATCH_CHARS = 64 * 1024;
 
 /**
- * The script driver's runner over a codemode runtime: the agent's program runs in its own sandbox
- * run (session per task) with the global `task`, and sees only the tools its definition allows —
- * for a read-only agent, only read-only ones. That is what makes the script tier `enforced`.
- * Both lists match full tool paths: an agent allowed `read_file` does not get an upstream
- * server's `fs.read_file`, and an upstream tool is read-only only when declared so.
+ * The script driver's runner over a codemode runtime: the agent's program runs in a sandbox run of
+ * its own, with the global `task` and a store that starts empty and ends with the run (an
+ * ephemeral session named after the task). It sees the runtime's task-reading tools, the task
+ * writers unless it is read-only, and of the other tools only those its definition lists — for a
+ * read-only agent, only read-only ones. That is what makes the script tier `enforced`. The
+ * agent's list names full tool paths (or ids): an agent allowed `read_file` does not get an
+ * upstream server's `fs.read_file`, and an upstream tool is read-only only when declared so.
  */
 export function codemodeScriptRunner(host: ProgramHost, options: ScriptRunnerOptions = {}): ScriptRunner {
   if (host === null || typeof host !== "object" || typeof host.runInternal !== "function") {

@@ -1,3 +1,7 @@
+// Agent definitions: what a task runs. An agent is a Markdown file with YAML front matter (found in
+// `<cwd>/.codemode/agents/` and `~/.codemode/agents/`) or a definition registered in code; both are
+// validated by one zod schema into an AgentDefinition, and the AgentRegistry finds them by name
+// (code first, then the directories in order). docs/tasks.md#agents-and-drivers.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { createRequire } from "node:module";

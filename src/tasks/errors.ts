@@ -1,3 +1,4 @@
+// TaskError: how every refusal and failure of the task host reaches a caller, with a stable code.
 import { describeReceived } from "../text.js";
 
 /**

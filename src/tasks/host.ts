@@ -1,3 +1,8 @@
+// The task host: spawns tasks on their drivers, schedules them into running slots (FIFO queue,
+// depth and concurrency caps), stops them, waits for them, reaps the records of dead owners and
+// pages their output. It is the only writer of the lifecycle of the records it owns: every status
+// change goes through assertTransition (docs/tasks.md#the-task-model) and a compare-and-replace
+// on the store, so another host sharing the data dir can read them but never moves them.
 import { join } from "node:path";
 import { monotonicFactory } from "ulid";
 import { appendPrivate, ensurePrivateDir, PrivateTempDir, replaceFileAtomic } from "../safe-fs.js";
@@ -8,7 +13,6 @@ import { functionDriver } from "./drivers/function.js";
 import { openaiDriver } from "./drivers/openai.js";
 import { scriptDriver, type ScriptRunner } from "./drivers/script.js";
 import type { ChildToolProvider, Driver, DriverResult } from "./drivers/types.js";
-import { errorMessage } from "./drivers/types.js";
 import {
   addCost,
   addTokens,
@@ -30,7 +34,7 @@ import { assertTransition } from "./status.js";
 import type { TaskStore } from "./store.js";
 import type { RemoteQueue } from "./remote.js";
 import { MIN_OUTPUT_CAP, TaskLog } from "./task-log.js";
-import { formatBytes } from "../text.js";
+import { formatBytes, messageOf } from "../text.js";
 import { StopTrace, TaskTrace, traceScope, type TraceScope } from "../tracing.js";
 import type { Tracer } from "@opentelemetry/api";
 import {
@@ -312,7 +316,7 @@ export class TaskHost {
     try {
       active = this.store.active();
     } catch (err) {
-      this.warn(`could not look for tasks lost by earlier hosts: ${errorMessage(err)}`);
+      this.warn(`could not look for tasks lost by earlier hosts: ${messageOf(err)}`);
       return reaped;
     }
     for (const rec of active) {
@@ -343,7 +347,7 @@ export class TaskHost {
       try {
         if (this.store.replace(lost, { status: rec.status, owner: rec.owner })) reaped.push(lost);
       } catch (err) {
-        this.warn(`could not mark task ${rec.id} lost (its host is gone): ${errorMessage(err)}; a later host will try again`);
+        this.warn(`could not mark task ${rec.id} lost (its host is gone): ${messageOf(err)}; a later host will try again`);
       }
     }
     return reaped;
@@ -370,7 +374,7 @@ export class TaskHost {
     try {
       return this.store.replace(lost, { status: rec.status, owner: rec.owner }) ? lost : undefined;
     } catch (err) {
-      this.warn(`could not mark task ${rec.id} lost (its worker is gone): ${errorMessage(err)}`);
+      this.warn(`could not mark task ${rec.id} lost (its worker is gone): ${messageOf(err)}`);
       return undefined;
     }
   }
@@ -491,13 +495,13 @@ export class TaskHost {
     try {
       await this.remote!.enqueue(record);
     } catch (err) {
-      const canceled = { ...record, status: "canceled" as const, endedAt: Date.now(), usage: zeroUsage(), reportChannel: (agent.report ? "none" : "opted-out") as ReportChannel, errorMessage: `could not be queued: ${errorMessage(err)}` };
+      const canceled = { ...record, status: "canceled" as const, endedAt: Date.now(), usage: zeroUsage(), reportChannel: (agent.report ? "none" : "opted-out") as ReportChannel, errorMessage: `could not be queued: ${messageOf(err)}` };
       try {
         this.store.replace(canceled, { status: "queued", owner: this.owner });
       } catch {
         // The store is as unreachable as the queue: the record stays queued, and no worker has it.
       }
-      throw new TaskError("task_spawn_failed", `cannot spawn agent "${agent.name}": the task queue refused it (${errorMessage(err)}); spawn it again once the queue is reachable`, record.id);
+      throw new TaskError("task_spawn_failed", `cannot spawn agent "${agent.name}": the task queue refused it (${messageOf(err)}); spawn it again once the queue is reachable`, record.id);
     }
     this.remoteSpawned.add(record.id);
     if (background) {
@@ -528,7 +532,7 @@ export class TaskHost {
   async runQueued(id: string): Promise<TaskRecord | undefined> {
     this.assertOpen();
     const rec = this.store.get(id);
-    if (!rec || rec.status !== "queued") return rec;
+    if (rec?.status !== "queued") return rec;
     const claimed: TaskRecord = { ...rec, status: "running", owner: this.owner, startedAt: Date.now() };
     if (this.workerInfo) claimed.worker = { ...this.workerInfo };
     let agent: AgentDefinition;
@@ -536,7 +540,7 @@ export class TaskHost {
       agent = this.agents.get(rec.agent);
     } catch (err) {
       // This worker lacks the definition: the task fails here rather than waiting for a worker that has it.
-      const failed: TaskRecord = { ...claimed, status: "failed", endedAt: Date.now(), usage: zeroUsage(), reportChannel: "none", errorMessage: boundedMessage(`this worker cannot run it: ${errorMessage(err)}`, RECORD_MESSAGE_BYTES) };
+      const failed: TaskRecord = { ...claimed, status: "failed", endedAt: Date.now(), usage: zeroUsage(), reportChannel: "none", errorMessage: boundedMessage(`this worker cannot run it: ${messageOf(err)}`, RECORD_MESSAGE_BYTES) };
       this.store.replace(failed, { status: "queued", owner: rec.owner });
       return this.store.get(id);
     }
@@ -795,7 +799,7 @@ export class TaskHost {
       try {
         remote = this.store.active().map((r) => r.id).filter((id) => this.remoteSpawned.has(id)).reverse();
       } catch (err) {
-        this.warn(`could not stop the tasks this host queued: ${errorMessage(err)}`);
+        this.warn(`could not stop the tasks this host queued: ${messageOf(err)}`);
       }
     }
     await Promise.all(remote.map((id) => this.stop(id, "host closed").catch(() => undefined)));
@@ -976,11 +980,11 @@ export class TaskHost {
         ...(live.trace ? { trace: live.trace.driverScope } : {}),
       });
     } catch (err) {
-      run = Promise.resolve({ exitCode: 1, error: errorMessage(err) });
+      run = Promise.resolve({ exitCode: 1, error: messageOf(err) });
     }
     run.then(
       (result) => this.finish(live, result),
-      (err: unknown) => this.finish(live, { exitCode: 1, error: errorMessage(err) }),
+      (err: unknown) => this.finish(live, { exitCode: 1, error: messageOf(err) }),
     );
   }
 
@@ -990,7 +994,7 @@ export class TaskHost {
     try {
       this.persist(live, { ...live.record, processes: group });
     } catch (err) {
-      this.warn(`could not record the process group of task ${live.record.id}: ${errorMessage(err)}`);
+      this.warn(`could not record the process group of task ${live.record.id}: ${messageOf(err)}`);
     }
   }
 
@@ -1006,7 +1010,7 @@ export class TaskHost {
     if (freeSlot && live.started) this.releaseSlot(live);
     live.controller.abort(new Error("the task's record was taken over by another host"));
     live.trace?.finished(live.record);
-    live.settle({ ...live.record, errorMessage: `this host could not record the task's progress (${errorMessage(err)}); read it with ptc_task_output` });
+    live.settle({ ...live.record, errorMessage: `this host could not record the task's progress (${messageOf(err)}); read it with ptc_task_output` });
   }
 
   private onEvent(live: Live, event: DriverEvent): void {
@@ -1154,7 +1158,7 @@ export class TaskHost {
     } catch (err) {
       if (err instanceof TaskError && err.code === "task_store_read_only") throw err;
       live.record = next;
-      this.warn(`could not record task ${next.id} as ${next.status} (${errorMessage(err)}); this host keeps it and writes it again every ${RETRY_WRITES_MS / 1000} s`);
+      this.warn(`could not record task ${next.id} as ${next.status} (${messageOf(err)}); this host keeps it and writes it again every ${RETRY_WRITES_MS / 1000} s`);
       this.scheduleRetry();
       return;
     }

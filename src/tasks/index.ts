@@ -1,3 +1,6 @@
+// The tasks module's public face: the task host, agents, drivers' types and the stores, and the
+// factories that pick a store for a data dir (SQLite) or none (in memory). It imports no engine
+// and no tool code: the runtime plugs a script runner and child tools in from outside.
 import { MemoryTaskStore, type TaskStore } from "./store.js";
 import { SqliteTaskStore } from "./sqlite-store.js";
 import { invalidArgument } from "./errors.js";

@@ -1,3 +1,6 @@
+// Reading task output safely: byte offsets checked against UTF-8 boundaries, a page cut to its tail
+// (50 KB / 2,000 lines) and the head preview of a small output, so a page never floods a program
+// and never splits a character. docs/tasks.md#ptc_task_output-the-page-and-its-tail.
 import { TaskError } from "./errors.js";
 
 /** Tail limits for one `ptc_task_output` page: bounded so a page never floods the sandbox. */

@@ -1,3 +1,6 @@
+// Who owns a task record: this process's identity (pid, start time, a random host id) and whether
+// an owner on this machine is still alive. Only the owner moves a record; see host-lock.ts for
+// liveness across PID namespaces.
 import { randomBytes } from "node:crypto";
 import type { Owner } from "./types.js";
 import { procStartTime } from "./processes.js";

@@ -2,7 +2,7 @@
 // dir may have been written by an older host, by a buggy one, or by hand: one that does not fit
 // is set aside (quarantined) with a warning instead of stopping every command that reads tasks.
 import { z } from "zod";
-import { LOST_REASONS, TASK_STATUSES, type TaskRecord } from "./types.js";
+import { DRIVER_KINDS, LOST_REASONS, READ_ONLY_TIERS, REPORT_CHANNELS, TASK_STATUSES, type TaskRecord } from "./types.js";
 
 export const TASK_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 
@@ -19,7 +19,7 @@ const time = z.number().finite().nonnegative();
 const recordSchema = z.object({
   id: z.string().regex(TASK_ID, "must be a 26-character ULID"),
   agent: z.string(),
-  driver: z.enum(["script", "command", "openai", "function", "workflow"]),
+  driver: z.enum(DRIVER_KINDS),
   task: z.string(),
   label: z.string(),
   depth: z.number().int().nonnegative(),
@@ -37,8 +37,8 @@ const recordSchema = z.object({
   lostReason: z.enum(LOST_REASONS).optional(),
   stopReason: z.string().optional(),
   usage: usage.optional(),
-  reportChannel: z.enum(["tool", "prompt-json", "none", "opted-out"]).optional(),
-  readOnlyTier: z.enum(["enforced", "advisory"]).optional(),
+  reportChannel: z.enum(REPORT_CHANNELS).optional(),
+  readOnlyTier: z.enum(READ_ONLY_TIERS).optional(),
   report: report.optional(),
   outputBytes: count,
   outputCutBytes: count.optional(),

@@ -1,3 +1,5 @@
+// A child's report: the schema it must fit (extra keys, a usage claim among them, are dropped) and
+// the `prompt-json` channel that finds it in a fenced JSON block at the end of the final text.
 import { z } from "zod";
 import type { Report } from "./types.js";
 

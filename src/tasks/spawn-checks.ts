@@ -5,7 +5,7 @@ import { realpathSync, statSync } from "node:fs";
 import { isAbsolute, relative, resolve } from "node:path";
 import type { AgentDefinition } from "./agents.js";
 import { TaskError } from "./errors.js";
-import { formatBytes } from "../text.js";
+import { formatBytes, headChars } from "../text.js";
 
 /** Longest task text (UTF-8 bytes); a record holds it, and a command gets it as one argument. */
 export const MAX_TASK_BYTES = 64 * 1024;
@@ -64,8 +64,7 @@ export function checkTaskSize(task: string): void {
 
 export function boundedLabel(label: string): string {
   if (label.length <= MAX_LABEL_CHARS) return label;
-  const cut = label.slice(0, MAX_LABEL_CHARS - 1).replace(/[\ud800-\udbff]$/, "");
-  return `${cut}…`;
+  return `${headChars(label, MAX_LABEL_CHARS - 1)}…`;
 }
 
 /** The model a task runs with: the agent's own, or one the agent lists in `models`. */

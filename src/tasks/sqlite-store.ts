@@ -1,3 +1,6 @@
+// The persistent task store: records in SQLite (docs/decisions/0005-wal-sqlite-for-task-records.md)
+// and output logs as files under the data dir, both refusing symlinks; read-only when the data
+// dir cannot be written.
 import { accessSync, closeSync, constants as fsConstants, copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

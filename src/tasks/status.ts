@@ -1,3 +1,5 @@
+// The legal moves between task statuses (docs/tasks.md#the-task-model), and the refusal of any
+// other, naming what the task can still become.
 import { TaskError } from "./errors.js";
 import type { TaskStatus } from "./types.js";
 

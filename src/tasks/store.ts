@@ -1,3 +1,6 @@
+// Where task records and their output live: the TaskStore interface both stores implement, and the
+// in-memory store for hosts without a data dir. The conditional replace is what keeps one writer
+// per record.
 import { isTerminal, type Owner, type TaskRecord, type TaskStatus } from "./types.js";
 import { isPidOwnerAlive, sameOwner } from "./owner.js";
 

@@ -1,3 +1,5 @@
+// The task record and its parts (statuses, usage, report, owner), as the host keeps them
+// (camelCase); src/ptc/records.ts is their snake_case projection for programs.
 export const TASK_STATUSES = ["queued", "running", "stopping", "succeeded", "failed", "canceled", "lost"] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 
@@ -8,8 +10,13 @@ export function isTerminal(status: TaskStatus): boolean {
   return TERMINAL_STATUSES.has(status);
 }
 
-export type ReportChannel = "tool" | "prompt-json" | "none" | "opted-out";
-export type ReadOnlyTier = "enforced" | "advisory";
+// Each closed set of values is listed once, here; its type is derived from the list, and the zod
+// schemas that check stored records (record-schema.ts) and programs' views (ptc/records.ts) are
+// built from the same list, so the three can never disagree.
+export const REPORT_CHANNELS = ["tool", "prompt-json", "none", "opted-out"] as const;
+export type ReportChannel = (typeof REPORT_CHANNELS)[number];
+export const READ_ONLY_TIERS = ["enforced", "advisory"] as const;
+export type ReadOnlyTier = (typeof READ_ONLY_TIERS)[number];
 export const LOST_REASONS = ["host_exited_while_running", "lost_on_restart", "worker_lost"] as const;
 /** `worker_lost`: the queue worker running the task died or lost Redis (its lock expired). */
 export type LostReason = (typeof LOST_REASONS)[number];
@@ -21,7 +28,8 @@ export interface WorkerInfo {
   pid: number;
 }
 /** `workflow`: not an agent but a workflow's graph, run in-process by the host (see SpawnRequest.workflow). */
-export type DriverKind = "script" | "command" | "openai" | "function" | "workflow";
+export const DRIVER_KINDS = ["script", "command", "openai", "function", "workflow"] as const;
+export type DriverKind = (typeof DRIVER_KINDS)[number];
 
 /** The host's own measurement of what a child cost. Never taken from the child's claims. */
 export interface Usage {

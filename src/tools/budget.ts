@@ -1,10 +1,11 @@
-// The one cut every model-visible text gets when it is over its byte budget (SPEC §5): a program's
-// run output and a tool's `content` alike keep their head and their tail, joined by a marker that
-// says how much was cut and names the file holding the whole text. Writing that file is the
+// The one cut every model-visible text gets when it is over its byte budget: a program's run
+// output and a tool's `content` alike keep their head and their tail, joined by a marker that
+// says how much was cut and names the file holding the whole text
+// (docs/tool-contract.md#the-output-budget-one-cut-for-every-model-visible-text). Writing that file is the
 // caller's part (codemode/output.ts); the cut, the marker and what survives it are decided here.
 import { takeHead, takeTail } from "../text.js";
 
-/** Default cap on model-visible bytes per result (SPEC §5). */
+/** Default cap on model-visible bytes per result (docs/limits.md). */
 export const DEFAULT_OUTPUT_BUDGET = 40_000;
 /** Below this, the truncation marker itself would not fit. */
 export const MIN_OUTPUT_BUDGET = 256;

@@ -1,3 +1,5 @@
+// Canonical JSON and the digests built on it: descriptors' schema digests, approval digests, and
+// JSON Schemas normalised so equal schemas give equal bytes.
 import { createHash } from "node:crypto";
 import { describeValue } from "./errors.js";
 import { setKey } from "./json.js";
@@ -58,7 +60,7 @@ export function digestOf(value: unknown): string {
 
 /**
  * Digest for approvals: a remembered approval must match the same call whatever view it asks
- * for (seed 000, "Approvals"), so `result_view` is left out before hashing.
+ * for (docs/tool-contract.md#hooks-and-pinned-views), so `result_view` is left out before hashing.
  */
 export function approvalDigest(toolName: string, input: unknown): string {
   if (typeof toolName !== "string" || toolName === "") {

@@ -1,3 +1,5 @@
+// TypeScript declarations of the `tools` namespace for a model's prompt, within a byte budget
+// (docs/tool-contract.md#declarations-and-finding-tools).
 import { toolInternals, type Tool } from "./define.js";
 import { describeValue } from "./errors.js";
 import { isIdentifier } from "./identifiers.js";
@@ -6,7 +8,8 @@ import { summaryLine } from "../text.js";
 
 /**
  * TypeScript declarations of the `tools` namespace, for a model's prompt: it writes better
- * programs when the result shapes are stated (DESIGN-NOTES). Rendered from the same JSON Schemas
+ * programs when the result shapes are stated (one published runtime found that models guessing
+ * result shapes caused most of its program crashes). Rendered from the same JSON Schemas
  * the descriptors carry, so the prompt and `tool_info` never disagree.
  */
 

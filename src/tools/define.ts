@@ -1,3 +1,6 @@
+// defineTool and toTool: a tool definition checked and compiled once — input schema, output schema
+// or compact/full views (their subset promise checked on the schemas), projectors, JSON Schemas and
+// digests — into the Tool every caller invokes. docs/tool-contract.md.
 import type * as zc from "zod/v4/core";
 import { normalizeJsonSchema } from "./canonical.js";
 import { describeValue } from "./errors.js";
@@ -262,7 +265,7 @@ export function defineTool(def: unknown): Tool {
       compact: plan(zodObject(where, "views.compact", def.views.compact), "views.compact", "compact view"),
       full: plan(zodObject(where, "views.full", def.views.full), "views.full", "full view"),
     };
-    // Seed 000: every compact field is in the full result at the same path with the same value.
+    // The result-view promise (docs/tool-contract.md): every compact field is in the full result at the same path with the same value.
     const checked = checkViewSchemas(views.compact.zod, views.full.zod);
     if (checked.problem) fail(where, checked.problem);
     subsetChecks = checked.residuals;

@@ -1,9 +1,7 @@
-import { messageOf } from "../text.js";
-
-/**
- * ToolError: the one error type a tool call fails with, carrying a machine-readable `code` (and
- * optional `reason`) so a model, a program and a host can react without parsing messages.
- */
+// ToolError: the one error type a tool call fails with, carrying a machine-readable `code` (and
+// optional `reason`) so a model, a program and a host can react without parsing messages; and the
+// shape in which a failure crosses into a program.
+import { messageOf, tailChars } from "../text.js";
 
 export type ToolErrorCode =
   | "tool_invalid_input"
@@ -70,7 +68,8 @@ export function describeValue(value: unknown): string {
 /** Guest rejections keep the tail: the end of a long failure text is where the cause usually is. */
 export const GUEST_MESSAGE_LIMIT = 2000;
 
-export interface GuestError {
+/** A failed tool call as it reaches a program: the fields of the `Error` its promise rejects with. */
+export interface ToolRejection {
   name: string;
   code: string;
   reason?: string;
@@ -79,20 +78,15 @@ export interface GuestError {
 }
 
 /**
- * The fields a sandboxed program sees on the `Error` a failed `await tools.x()` rejects with.
- * The message keeps its last 2,000 characters.
+ * The rejection a sandboxed program sees for a failed `await tools.x()`. The message keeps its
+ * last 2,000 characters.
  */
-export function guestError(err: unknown): GuestError {
+export function toolRejection(err: unknown): ToolRejection {
   const code = err instanceof ToolError ? err.code : "tool_failed";
   const name = err instanceof ToolError ? "ToolError" : err instanceof Error ? err.name : "ToolError";
   let message = messageOf(err);
-  if (message.length > GUEST_MESSAGE_LIMIT) {
-    let tail = message.slice(message.length - (GUEST_MESSAGE_LIMIT - 1));
-    // Never start on the second half of a surrogate pair: that would be a broken character.
-    if (/^[\uDC00-\uDFFF]/.test(tail)) tail = tail.slice(1);
-    message = `…${tail}`;
-  }
-  const out: GuestError = { name, code, message };
+  if (message.length > GUEST_MESSAGE_LIMIT) message = `…${tailChars(message, GUEST_MESSAGE_LIMIT - 1)}`;
+  const out: ToolRejection = { name, code, message };
   if (err instanceof ToolError && err.reason !== undefined) out.reason = err.reason;
   if (err instanceof ToolError && err.fields !== undefined) out.fields = { ...err.fields };
   return out;

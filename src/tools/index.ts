@@ -1,11 +1,11 @@
-/** The tool contract (SPEC §2, §3, §6): definitions, invocation, channels, descriptors, declarations. */
+/** The tool contract (docs/tool-contract.md): definitions, invocation, channels, descriptors, declarations. */
 export { defineTool, toTool, isTool, pickAnnotations, hasApprovalPolicy } from "./define.js";
 export type { Tool, ViewsToolDefinition, OutputToolDefinition, TextToolDefinition, PlainToolDefinition } from "./define.js";
 export { invokeTool, invokeToolForProgram, projectViews, assertToolViews } from "./invoke.js";
 export type { InvokeOptions, ApprovalGate, ApprovalRequest, ApprovalAnswer } from "./invoke.js";
 export { errorResult, guestValue, toolResult, asToolResult } from "./result.js";
-export { ToolError, isToolError, guestError, messageOf, GUEST_MESSAGE_LIMIT } from "./errors.js";
-export type { ToolErrorCode, GuestError } from "./errors.js";
+export { ToolError, isToolError, toolRejection, messageOf, GUEST_MESSAGE_LIMIT } from "./errors.js";
+export type { ToolErrorCode, ToolRejection } from "./errors.js";
 export { describeTool } from "./describe.js";
 export { toolInfoTool, findTool } from "./tool-info.js";
 export { approvalDigest, canonicalJson, digestOf } from "./canonical.js";

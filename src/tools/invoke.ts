@@ -1,3 +1,6 @@
+// One tool call, from input to the three channels: input checks, the preCall hook, execute, the
+// projection of the selected view, the model text under the output budget, postCall or postError.
+// docs/tool-contract.md.
 import * as zc from "zod/v4/core";
 import { boundText, isPinnedText, validateBudget, type BoundOutput } from "./budget.js";
 import { toolInternals, type Tool, type ToolInternals, type ViewPlan } from "./define.js";
@@ -116,7 +119,10 @@ function invalidInput(message: string): ToolError {
   return new ToolError("tool_invalid_input", message, { reason: "schema_invalid" });
 }
 
-/** Input checks of SPEC §6, in the order the seed lists them; any failure means the tool does not run. */
+/**
+ * Input checks of docs/tool-contract.md#input-what-is-refused-before-a-tool-runs, in the order
+ * listed there; any failure means the tool does not run.
+ */
 function checkInput(tool: Tool, impl: ToolInternals, raw: unknown, pinned: ResultView | undefined): Checked {
   if (!isPlainObject(raw)) throw invalidInput(`tool "${tool.id}" input must be an object, received ${describeValue(raw)}`);
   let args = raw;
@@ -192,7 +198,7 @@ interface Overrides {
 /**
  * The three channels from one record. Projection errors throw (the program was promised a shape);
  * a failing `toModelOutput`/`toDetails` only costs a warning, since the model and the UI can
- * still be served from the record itself (seed 002, "fail soft").
+ * still be served from the record itself (docs/tool-contract.md#model-output-fail-soft).
  */
 export function buildChannels(
   tool: Tool,
@@ -252,7 +258,7 @@ export function buildChannels(
       warnings.push(`tool "${tool.id}" toModelOutput failed (${messageOf(err)}); the model was sent the JSON result instead`);
     }
   }
-  // SPEC §6: the last resort is the JSON of the full record. structuredContent is the programs'
+  // docs/tool-contract.md#model-output-fail-soft: the last resort is the JSON of the full record. structuredContent is the programs'
   // channel and never goes to the model; a tool that wants a short model view says so itself.
   text ??= textOf(record);
 
@@ -283,7 +289,7 @@ export function buildChannels(
 }
 
 /**
- * SPEC §6 puts fail-soft warnings in `details`, where a UI looks. They join an object's own
+ * Fail-soft warnings go in `details`, where a UI looks (docs/tool-contract.md#model-output-fail-soft). They join an object's own
  * `warnings` list (a copy: the record stays as the tool returned it); details of another shape
  * keep them only in `ToolCallResult.warnings`.
  */

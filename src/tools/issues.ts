@@ -1,3 +1,5 @@
+// zod's issues as one message a model can act on: the path it would write, what was expected, what
+// it sent.
 import type * as zc from "zod/v4/core";
 import { describeValue } from "./errors.js";
 

@@ -1,3 +1,4 @@
+// Projection of a record onto a view schema (compiled once per schema).
 import * as zc from "zod/v4/core";
 import { jsonClone, setKey } from "./json.js";
 

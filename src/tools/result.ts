@@ -1,3 +1,5 @@
+// What `execute` may return (toolResult), the error result of a failed call, and the value a
+// program receives from a call (guestValue).
 import { boundText, DEFAULT_OUTPUT_BUDGET, validateBudget, type BoundOutput } from "./budget.js";
 import { describeValue, messageOf, ToolError } from "./errors.js";
 import { isPlainObject, jsonClone } from "./json.js";

@@ -1,3 +1,4 @@
+// JSON Schemas of zod schemas, as descriptors and declarations carry them.
 import * as zc from "zod/v4/core";
 import { digestOf, normalizeJsonSchema } from "./canonical.js";
 import { messageOf } from "./errors.js";

@@ -1,3 +1,6 @@
+// The per-result check that a compact view is a subset of the full one: run on the subtrees the
+// schemas could not prove (view-schemas.ts), on every call with `development: true`, and by
+// assertToolViews for a host's own tests.
 import { describeValue } from "./errors.js";
 
 function child(path: string, key: string | number): string {
@@ -6,10 +9,10 @@ function child(path: string, key: string | number): string {
 }
 
 /**
- * Seed 000's promise: every field of a compact result is in the full result at the same path with
- * the same value. Arrays must have the same length (a compact list that silently drops rows would
- * mislead a caller) and their items are compared pairwise. Throws an Error naming the first path
- * that breaks it.
+ * The result-view promise (docs/tool-contract.md#result-views-compact--full-always-checked): every
+ * field of a compact result is in the full result at the same path with the same value. Arrays
+ * must have the same length (a compact list that silently drops rows would mislead a caller) and
+ * their items are compared pairwise. Throws an Error naming the first path that breaks it.
  */
 export function assertViewSubset(compact: unknown, full: unknown, path = "$"): void {
   if (typeof path !== "string") throw new TypeError(`assertViewSubset: "path" must be a string, received ${describeValue(path)}`);
@@ -18,7 +21,7 @@ export function assertViewSubset(compact: unknown, full: unknown, path = "$"): v
     if (compact.length !== full.length) {
       throw new Error(`compact view has ${compact.length} items at ${path}, the full view has ${full.length}`);
     }
-    compact.forEach((item, i) => assertViewSubset(item, full[i], child(path, i)));
+    for (const [i, item] of compact.entries()) assertViewSubset(item, full[i], child(path, i));
     return;
   }
   if (compact !== null && typeof compact === "object") {

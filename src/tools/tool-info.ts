@@ -1,3 +1,4 @@
+// The `tool_info` tool: one tool's descriptor, by id, for programs and models.
 import { z } from "zod";
 import { defineTool, isTool, type Tool } from "./define.js";
 import { describeTool } from "./describe.js";

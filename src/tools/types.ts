@@ -1,3 +1,5 @@
+// The types of the tool contract: a call's context and channels, hooks and their events,
+// descriptors and annotations (docs/tool-contract.md).
 import type { ToolError } from "./errors.js";
 import type { TraceScope } from "../tracing.js";
 
@@ -31,7 +33,7 @@ export interface TextContent {
   text: string;
 }
 
-/** The three channels of one call (SPEC §6): `content` for the model, `details` for a UI, `structuredContent` for programs. */
+/** The three channels of one call (docs/tool-contract.md): `content` for the model, `details` for a UI, `structuredContent` for programs. */
 export interface ToolCallResult {
   content: TextContent[];
   structuredContent?: Record<string, unknown>;
@@ -110,7 +112,7 @@ export interface ApproveEvent {
   /** The input as sent, `result_view` included. */
   input: Record<string, unknown>;
   has_result_views: boolean;
-  /** `approvalDigest(tool.id, input)`: the input without `result_view` (seed 000), what remembered approvals match. */
+  /** `approvalDigest(tool.id, input)`: the input without `result_view` (docs/tool-contract.md#hooks-and-pinned-views), what remembered approvals match. */
   digest: string;
   /** Whether the tool itself asks for approval (`approval: "required"`, or its function said so). */
   tool_requires_approval: boolean;
@@ -157,7 +159,7 @@ export interface ToolAnnotations {
 
 export const TOOL_ANNOTATION_KEYS: readonly (keyof ToolAnnotations)[] = ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"];
 
-/** SPEC §6 descriptor, as `tool_info` returns it. */
+/** A tool's descriptor, as `tool_info` returns it (docs/tool-contract.md#descriptors-titles-and-annotations). */
 export interface ToolDescriptor {
   id: string;
   description: string;

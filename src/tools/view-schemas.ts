@@ -1,4 +1,4 @@
-// Seed 000's promise, "every field in a compact result is in the full result at the same path with
+// The result-view promise of docs/tool-contract.md, "every field in a compact result is in the full result at the same path with
 // the same value", checked where it can be proven: on the two view schemas, once, in defineTool.
 //
 // Both views project the same record, so a compact value can differ from the full one at the
@@ -417,7 +417,7 @@ function visit(check: ResidualCheck, i: number, compact: unknown, record: unknow
     visit(check, i + 1, compact[segment.key], isRecordLike(record) ? record[segment.key] : undefined, child(path, segment.key));
   } else if ("items" in segment) {
     if (!Array.isArray(compact)) return;
-    compact.forEach((item, n) => visit(check, i + 1, item, Array.isArray(record) ? record[n] : undefined, `${path}[${n}]`));
+    for (const [n, item] of compact.entries()) visit(check, i + 1, item, Array.isArray(record) ? record[n] : undefined, `${path}[${n}]`);
   } else if (isRecordLike(compact)) {
     for (const key of Object.keys(compact)) {
       if (!segment.values.has(key)) visit(check, i + 1, compact[key], isRecordLike(record) ? record[key] : undefined, child(path, key));

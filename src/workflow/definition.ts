@@ -2,7 +2,7 @@
 // Every problem found is collected, none thrown, so validation can report all of them at once;
 // text definitions also say on which line each problem is.
 import { LineCounter, parseDocument, isNode, type Document } from "yaml";
-import { formatBytes } from "../text.js";
+import { describeReceived, formatBytes, YAML_WORDS } from "../text.js";
 import { isPlainObject } from "../tools/json.js";
 import { formatSegments, type PathSegment } from "../tools/view-paths.js";
 import { NAME_PATTERN } from "./template.js";
@@ -71,13 +71,7 @@ const EDGE_KEYS = ["from", "to"];
 
 const quoteList = (keys: readonly string[]): string => keys.map((k) => `"${k}"`).join(", ");
 
-function kindOf(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "a list";
-  if (isPlainObject(value)) return "a mapping";
-  if (typeof value === "string") return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
-  return `the ${typeof value} ${String(value)}`;
-}
+const kindOf = (value: unknown): string => describeReceived(value, YAML_WORDS);
 
 /** Reads a workflow from YAML/JSON text or from the definition object. */
 export function parseWorkflow(source: unknown): ParsedWorkflow {
@@ -215,7 +209,10 @@ function readInputs(raw: unknown, problem: Report): InputSpec[] {
     out.push(input);
   };
   if (Array.isArray(raw)) {
-    raw.forEach((item, index) => (typeof item === "string" ? add(item, null, ["inputs", index]) : add(isPlainObject(item) ? item.name : item, item, ["inputs", index])));
+    for (const [index, item] of raw.entries()) {
+      if (typeof item === "string") add(item, null, ["inputs", index]);
+      else add(isPlainObject(item) ? item.name : item, item, ["inputs", index]);
+    }
   } else if (isPlainObject(raw)) {
     for (const [name, spec] of Object.entries(raw)) add(name, spec, ["inputs", name]);
   } else {

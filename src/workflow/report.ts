@@ -1,4 +1,4 @@
-// How validation problems read as text: the seed's two lines per problem (`error: <code>`, then
+// How validation problems read as text (docs/workflows.md#validation): two lines per problem (`error: <code>`, then
 // the message), and where it is when the definition was text.
 import type { WorkflowProblem } from "./definition.js";
 

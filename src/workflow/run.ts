@@ -175,7 +175,10 @@ export function runWorkflow(plan: WorkflowPlan, inputs: Record<string, unknown>,
         running.delete(node.id);
         if (node.type === "agent") agentsRunning--;
       }
-      if (!emitLine(line)) return pump();
+      if (!emitLine(line)) {
+        pump();
+        return;
+      }
       if (line.status === "succeeded") {
         outputs.set(node.id, line.output);
         for (const next of dependents.get(node.id)!) {

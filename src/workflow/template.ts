@@ -1,4 +1,4 @@
-// The template grammar of workflow params (seed 000's syntax), parsed properly so a mistake is
+// The template grammar of workflow params (docs/workflows.md#templates), parsed properly so a mistake is
 // reported at the template that has it, with what was expected there:
 //
 //   template  := ( text | "{{" ws* expr ws* "}}" )*
@@ -201,7 +201,7 @@ export type Resolver = (ref: Reference) => unknown;
 
 /**
  * A template's value: the referenced value itself for a whole-string reference, text otherwise.
- * A missing field is an empty value (the empty string), as seed 000 states.
+ * A missing field is an empty value (the empty string), as docs/workflows.md#templates states.
  */
 export function renderTemplate(template: ParsedTemplate, resolve: Resolver, asText = false): unknown {
   if (template.whole && !asText) {

@@ -1,4 +1,4 @@
-// Validation before anything runs (seed 000, "Loops"): every problem of a workflow at once —
+// Validation before anything runs (docs/workflows.md#validation): every problem of a workflow at once —
 // its shape, its templates, the tools and agents its nodes name, its graph, and each reference
 // `{{ .nodes.<id>.output.<path> }}` checked against the view the source node selected, through
 // the one path-against-view resolver (src/tools/view-paths.ts).
@@ -325,7 +325,7 @@ function collectTemplates(value: unknown, at: PathSegment[], visit: (at: PathSeg
   if (typeof value === "string") {
     if (hasTemplate(value)) visit(at, value);
   } else if (Array.isArray(value)) {
-    value.forEach((item, i) => collectTemplates(item, [...at, i], visit));
+    for (const [i, item] of value.entries()) collectTemplates(item, [...at, i], visit);
   } else if (isPlainObject(value)) {
     for (const [key, item] of Object.entries(value)) collectTemplates(item, [...at, key], visit);
   }
@@ -362,7 +362,7 @@ function checkAgentParams(node: NodeSpec, catalog: WorkflowCatalog, problem: Rep
 }
 
 /**
- * The tool's own input check on the params known before the run (SPEC §6's messages): template
+ * The tool's own input check on the params known before the run (docs/tool-contract.md#input-what-is-refused-before-a-tool-runs): template
  * strings are filled in at run time, so what is reported at or below them is left to the call.
  */
 function checkLiteralParams(node: NodeSpec, tool: Tool, sites: TemplateSite[], problem: Report, at: PathSegment[]): void {
@@ -381,7 +381,7 @@ function startsWith(path: readonly PropertyKey[], prefix: readonly PathSegment[]
   return prefix.length <= path.length && prefix.every((segment, i) => String(path[i]) === String(segment));
 }
 
-/** A node's own `produces`: the same rules as a reference into it (seed 000). */
+/** A node's own `produces`: the same rules as a reference into it (docs/workflows.md#validation). */
 function checkProduces(node: NodeSpec, target: Target, problem: Report, warn: Report, at: PathSegment[]): void {
   if (!node.produces || target.unchecked) return;
   node.produces.forEach((text, i) => {

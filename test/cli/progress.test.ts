@@ -35,7 +35,10 @@ async function hostWithGate(): Promise<{ cm: Codemode; release: () => void }> {
     agentDirs: [],
     workers: { min: 0 },
     tasks: { maxRunning: 16 },
-    agents: [{ name: "slow", description: "waits for the test", driver: "function", run: async () => (await gate, "done") }],
+    agents: [{ name: "slow", description: "waits for the test", driver: "function", run: async () => {
+      await gate;
+      return "done";
+    } }],
   });
   open.push(cm);
   return { cm, release };

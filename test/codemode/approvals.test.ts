@@ -495,7 +495,10 @@ describe("who decides", () => {
     let opened!: () => void;
     const questionOpen = new Promise<void>((resolve) => (opened = resolve));
     // Answers once the first question is being asked, so the second deploy reaches the gate during it.
-    const hold = defineTool({ name: "hold", description: "waits for the first question", input: z.object({}), execute: async () => (await questionOpen, "held") });
+    const hold = defineTool({ name: "hold", description: "waits for the first question", input: z.object({}), execute: async () => {
+        await questionOpen;
+        return "held";
+      } });
     const cm = await createCodemode({ tools: [deploy, hold], workers: { max: 1 } });
     open.push(cm);
     let asking = 0;

@@ -1,4 +1,4 @@
-// Every limit of SPEC §5 crossed, each followed by a benign run on the same instance.
+// Every limit of docs/limits.md crossed, each followed by a benign run on the same instance.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createCodemode, type Codemode, type RunResult } from "../../src/index.js";
 import { MAX_STACK_BYTES } from "../../src/codemode/limits.js";

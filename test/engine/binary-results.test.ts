@@ -86,6 +86,7 @@ describe("binary tool results", () => {
     class Point {
       constructor(readonly x: number) {}
     }
+    // biome-ignore lint/suspicious/noSparseArray: a hole is one of the values under test
     for (const value of [new Date(0), { toJSON: () => "custom" }, new Point(1), [1, , 3], Number.NaN, new Map([[1, 2]]), nested(1200)]) {
       expect(encodeToolResult(value), String(value)).toBeUndefined();
     }

@@ -263,6 +263,7 @@ describe("what is refused (the caller takes the JSON path)", () => {
   class Point {
     x = 1;
   }
+  // biome-ignore lint/suspicious/noSparseArray: a hole is the case under test
   const sparse = [1, , 3];
   const cyclic: Record<string, unknown> = { a: 1 };
   cyclic.self = cyclic;

@@ -43,7 +43,7 @@ function start(mode: string, options: { ringBytes?: number; pollMs?: number; sle
   return { bridge, worker, inbox, received };
 }
 
-const text = (message: BridgeMessage) => (typeof message === "string" ? message : Buffer.from(message).toString("hex"));
+const text = (message: BridgeMessage) => (typeof message === "string" ? message : Buffer.from(message as Uint8Array).toString("hex"));
 
 describe("the bridge", () => {
   it("carries strings and bytes both ways in order, values larger than the ring through the port", async () => {

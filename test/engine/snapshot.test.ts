@@ -27,7 +27,7 @@ const PAGES = pagesFor(MEMORY);
 
 /** The host function the template's prelude keeps; each run points it at its own handler. */
 let hostHandler: (context: QuickJSContext, args: QuickJSHandle[]) => QuickJSHandle | undefined = () => undefined;
-let hostContexts: QuickJSContext[] = [];
+const hostContexts: QuickJSContext[] = [];
 
 /** Like the real prelude's static part: a host function kept in a closure, an install function kept for the host. */
 const setup: TemplateSetup = ({ context }) => {
@@ -165,11 +165,11 @@ describe("what the snapshot relies on (quickjs-emscripten 0.32, release-sync)", 
     };
     hostContexts.push(vm.context);
     const jobs = vm.context.evalCode(`Promise.resolve().then(() => text("from a job")); undefined`);
-    jobs.value!.dispose();
+    jobs.unwrap().dispose();
     const ran = vm.runtime.executePendingJobs();
-    expect(ran.value).toBe(1);
+    expect(ran.unwrap()).toBe(1);
     const failing = vm.context.evalCode(`Promise.resolve().then(() => { throw new Error("in a job") }); undefined`);
-    failing.value!.dispose();
+    failing.unwrap().dispose();
     expect(vm.runtime.executePendingJobs().error).toBeUndefined(); // a rejected job is a rejected promise, not a pump error
     expect(seen).toStrictEqual(["from a job"]);
     hostHandler = () => undefined;
@@ -226,7 +226,7 @@ describe("a restored state", () => {
     expect(runAndCompare(`let n = 0; for (;;) n++`, (runtime) => runtime.setInterruptHandler(() => ++count > 5)).differing).toStrictEqual([]);
     const vm = used.acquire();
     const pending = vm.context.evalCode(`for (let i = 0; i < 100; i++) Promise.resolve(i).then((v) => globalThis["p" + v] = v); 0`);
-    pending.value!.dispose();
+    pending.unwrap().dispose();
     expect(vm.runtime.hasPendingJob()).toBe(true);
     const reached = used.currentBrk;
     used.restore(pristine.templateSeed);
@@ -257,11 +257,11 @@ describe("a restored state", () => {
       const json = vm.context.newString(JSON.stringify(config));
       const installed = vm.context.callFunction(vm.handles.install, vm.context.undefined, json);
       json.dispose();
-      expect(vm.context.getNumber(installed.value!)).toBe(Object.keys(config).length);
-      installed.value!.dispose();
+      expect(vm.context.getNumber(installed.unwrap())).toBe(Object.keys(config).length);
+      installed.unwrap().dispose();
       const seen = vm.context.evalCode(`JSON.stringify([typeof a, typeof b])`);
-      expect(vm.context.getString(seen.value!)).toBe(JSON.stringify(["a" in config ? "number" : "undefined", "b" in config ? "string" : "undefined"]));
-      seen.value!.dispose();
+      expect(vm.context.getString(seen.unwrap())).toBe(JSON.stringify(["a" in config ? "number" : "undefined", "b" in config ? "string" : "undefined"]));
+      seen.unwrap().dispose();
       vm.handles.install.dispose();
       used.restore();
     }
@@ -306,7 +306,7 @@ describe("unsupported and misuse", () => {
     const instance = await newWasmInstance(PAGES);
     expect(() =>
       InstanceSnapshot.create(instance, layout, ({ context }) => {
-        context.evalCode(`Promise.resolve().then(() => 1)`).value!.dispose();
+        context.evalCode(`Promise.resolve().then(() => 1)`).unwrap().dispose();
       }),
     ).toThrow(new SnapshotUnsupported("the template's set-up left a pending job"));
   });

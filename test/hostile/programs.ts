@@ -1,7 +1,7 @@
 // The hostile programs, each with the outcome it must have. A program either ends with a pinned
 // status/kind/message, or returns a pinned value; `check` adds facts about the host side (what a
 // tool received, whether a cancelled tool saw its signal). Every program is also run through the
-// common checks in hostile.test.ts: no host data in the result, host prototypes unchanged, the
+// common checks of run-programs.ts: no host data in the result, host prototypes unchanged, the
 // next benign run succeeds, wall time within the deadline + 1 s.
 import { expect } from "vitest";
 import type { RunResult } from "../../src/index.js";

@@ -14,7 +14,7 @@ const CATALOG = join(ROOT, "test", "mcp", "fixtures", "catalog-server.mjs");
 const FAMILIES = { files: 13, memory: 9, tracker: 25 };
 const config = { mcpServers: Object.fromEntries(Object.keys(FAMILIES).map((family) => [family, { command: process.execPath, args: [CATALOG, family] }])) };
 
-const text = (result: { content?: unknown }) => (result.content as Array<{ text: string }>).map((block) => block.text).join("\n");
+const text = (result: Record<string, unknown>) => (result.content as Array<{ text: string }>).map((block) => block.text).join("\n");
 
 /** One tool's declaration, cut out of a whole `declare namespace tools` text. */
 function declarationOf(declarations: string, fn: string): string {

@@ -40,9 +40,9 @@ describe("codemode mcp: progress notifications", () => {
     client.onerror = (error) => errors.push(error);
     await client.connect(transport);
     const dispatch = transport.onmessage!;
-    transport.onmessage = (message, extra) => {
-      wire.push(message);
-      dispatch(message, extra);
+    transport.onmessage = (...args: Parameters<typeof dispatch>) => {
+      wire.push(args[0]);
+      dispatch(...args);
     };
   });
   afterAll(async () => {
@@ -53,7 +53,7 @@ describe("codemode mcp: progress notifications", () => {
   function nothingAfterResults(): void {
     const answered = new Set<string | number>();
     for (const message of wire) {
-      if ("id" in message && ("result" in message || "error" in message)) answered.add(message.id);
+      if ("id" in message && ("result" in message || "error" in message)) answered.add(message.id!);
       const token = "method" in message && message.method === "notifications/progress" ? (message.params as { progressToken: string | number }).progressToken : undefined;
       if (token !== undefined) expect(answered.has(token), JSON.stringify(message)).toBe(false);
     }

@@ -16,7 +16,7 @@ async function connect(cwd: string, args: string[] = []): Promise<{ client: Clie
   return { client, stderr: () => stderr };
 }
 
-const text = (result: { content?: unknown }) => (result.content as Array<{ type: string; text: string }>).map((block) => block.text).join("\n");
+const text = (result: Record<string, unknown>) => (result.content as Array<{ type: string; text: string }>).map((block) => block.text).join("\n");
 
 describe("codemode mcp", () => {
   let client: Client;
@@ -28,7 +28,7 @@ describe("codemode mcp", () => {
     mkdirSync(join(cwd, ".codemode", "agents"), { recursive: true });
     writeFileSync(join(cwd, ".codemode", "agents", "shout.md"), "---\nname: shout\ndescription: upper-cases its task\ndriver: script\nscript: shout.js\n---\nShouts.\n");
     writeFileSync(join(cwd, ".codemode", "agents", "shout.js"), "text(task.toUpperCase() + '!')");
-    writeFileSync(join(cwd, ".codemode", "agents", "crash.md"), `---\nname: crash\ndescription: always fails\ndriver: command\ncommand: [${JSON.stringify(process.execPath)}, \"-e\", \"process.stderr.write('disk full'); process.exit(3)\"]\n---\nFails.\n`);
+    writeFileSync(join(cwd, ".codemode", "agents", "crash.md"), `---\nname: crash\ndescription: always fails\ndriver: command\ncommand: [${JSON.stringify(process.execPath)}, "-e", "process.stderr.write('disk full'); process.exit(3)"]\n---\nFails.\n`);
     ({ client, stderr } = await connect(cwd));
     // What the runtime itself offers a model, whatever it grows to: the server lists exactly that.
     const cm = await createCodemode({ workers: { min: 0 } });
@@ -247,7 +247,7 @@ describe("codemode mcp --all-tools", () => {
       expect([Object.hasOwn(item, "title"), Object.hasOwn(item, "annotations")]).toStrictEqual([false, false]);
       // A tool with result views accepts either view as its result, or the error record of a failed call.
       const list = tools.find((tool) => tool.name === "list_files")!;
-      const anyOf = (list.outputSchema as { anyOf: Array<{ required?: string[] }> }).anyOf;
+      const anyOf = (list.outputSchema as unknown as { anyOf: Array<{ required?: string[] }> }).anyOf;
       expect([anyOf.length, anyOf[2]!.required]).toStrictEqual([3, ["error"]]);
       const result = await client.callTool({ name: "inventory.get_item", arguments: { sku: "B-2" } });
       expect(text(result)).toBe("bucket: 0 in stock");

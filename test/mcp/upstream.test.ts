@@ -15,10 +15,10 @@ describe("upstream MCP servers", () => {
   beforeAll(async () => {
     upstreams = await connectUpstreams(
       {
-        inventory: { command: process.execPath, args: [INVENTORY_SERVER], env: { GREETING: "ahoy" } },
-        missing: { command: "/nonexistent/codemode-upstream", args: [], env: {} },
-        dies: { command: process.execPath, args: ["-e", "console.error('cannot start: INVENTORY_TOKEN is not set'); process.exit(3)"], env: {} },
-        silent: { command: process.execPath, args: ["-e", "setInterval(() => {}, 1000)"], env: {} },
+        inventory: { cwd: process.cwd(), command: process.execPath, args: [INVENTORY_SERVER], env: { GREETING: "ahoy" } },
+        missing: { cwd: process.cwd(), command: "/nonexistent/codemode-upstream", args: [], env: {} },
+        dies: { cwd: process.cwd(), command: process.execPath, args: ["-e", "console.error('cannot start: INVENTORY_TOKEN is not set'); process.exit(3)"], env: {} },
+        silent: { cwd: process.cwd(), command: process.execPath, args: ["-e", "setInterval(() => {}, 1000)"], env: {} },
       },
       { startupTimeoutMs: 1500 },
     );
@@ -98,7 +98,7 @@ describe("upstream MCP servers", () => {
 
 describe("an upstream server that dies mid-session", () => {
   it("turns later calls into rejections that name the server; the program and the runtime carry on", async () => {
-    const upstreams = await connectUpstreams({ inventory: { command: process.execPath, args: [INVENTORY_SERVER], env: { INVENTORY_CRASHABLE: "1" } } });
+    const upstreams = await connectUpstreams({ inventory: { cwd: process.cwd(), command: process.execPath, args: [INVENTORY_SERVER], env: { INVENTORY_CRASHABLE: "1" } } });
     const cm = await createCodemode({ tools: upstreams.tools, agentDirs: [], workers: { min: 0 } });
     try {
       const result = await cm.run(`
@@ -120,7 +120,7 @@ describe("an upstream server that dies mid-session", () => {
 });
 
 const MISBEHAVING_SERVER = join(ROOT, "test", "mcp", "fixtures", "misbehaving-server.mjs");
-const misbehaving = (mode = "", env: Record<string, string> = {}) => ({ command: process.execPath, args: [MISBEHAVING_SERVER], env: { MISBEHAVE: mode, ...env } });
+const misbehaving = (mode = "", env: Record<string, string> = {}) => ({ cwd: process.cwd(), command: process.execPath, args: [MISBEHAVING_SERVER], env: { MISBEHAVE: mode, ...env } });
 
 describe("a hostile upstream server", () => {
   it("one that always returns nextCursor is read for at most maxListPages pages; start-up ends and the tools so far are bound", async () => {

@@ -15,7 +15,7 @@ describe("upstream tools without an outputSchema", () => {
   let upstreams: Upstreams;
   let cm: Codemode;
   beforeAll(async () => {
-    upstreams = await connectUpstreams({ untyped: { command: process.execPath, args: [UNTYPED_SERVER], env: {} } });
+    upstreams = await connectUpstreams({ untyped: { cwd: process.cwd(), command: process.execPath, args: [UNTYPED_SERVER], env: {} } });
     cm = await createCodemode({ tools: upstreams.tools, workers: { min: 0 } });
   });
   afterAll(async () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCodemode, type Codemode } from "../../src/codemode/codemode.js";
-import type { TaskHost } from "../../src/tasks/index.js";
+import type { AgentInput, TaskHost } from "../../src/tasks/index.js";
 import { workspaceTools } from "../../src/workspace/index.js";
 
 let cm: Codemode;
@@ -13,7 +13,7 @@ let root: string;
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "e2e-"));
   writeFileSync(join(root, "notes.txt"), "alpha\nbeta\n");
-  const agents = [
+  const agents: AgentInput[] = [
     // Squares its task after a short wait, so that some children are still running when polled.
       { name: "squarer", description: "squares a number", driver: "script", scriptCode: "await sleep(20); text(String(Number(task) * Number(task)));" },
       {

@@ -1,7 +1,7 @@
 import { describe, it, expect, afterEach, beforeEach } from "vitest";
 import { readFileSync } from "node:fs";
 import { assertViewSubset, type Tool, type ToolCallResult, type ToolContext } from "../../src/tools/index.js";
-import { AgentRegistry, TaskHost, memoryTaskStore, type AgentInput, type TaskStore, type Usage } from "../../src/tasks/index.js";
+import { AgentRegistry, TaskHost, type AgentInput, type TaskStore, type Usage } from "../../src/tasks/index.js";
 import { ptcTools, toSnake } from "../../src/ptc/index.js";
 import { callTool, refusalOf } from "./helpers.js";
 import { useBackends, type Backend } from "../tasks/helpers/backends.js";

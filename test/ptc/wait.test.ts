@@ -271,7 +271,10 @@ describe("a waiting task holds no running slot", () => {
     const seen: number[] = [];
     let host!: TaskHost;
     const agents: AgentInput[] = [
-      { name: "leaf", description: "d", driver: "function", run: async ({ task }) => (seen.push(host.running), `leaf ${task}`) },
+      { name: "leaf", description: "d", driver: "function", run: async ({ task }) => {
+        seen.push(host.running);
+        return `leaf ${task}`;
+      } },
       {
         name: "fanout",
         description: "d",

@@ -2,7 +2,7 @@ import { describe, it, expect, beforeAll, afterAll } from "vitest";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AgentRegistry, defineAgent, parseAgentFile, TaskError } from "../../src/tasks/index.js";
+import { AgentRegistry, defineAgent, parseAgentFile, type TaskError } from "../../src/tasks/index.js";
 
 let root: string;
 let dirA: string;

@@ -2,7 +2,7 @@ import { describe, it, expect, afterEach } from "vitest";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AgentRegistry, TaskHost, TaskError, memoryTaskStore, buildArgv, type AgentInput } from "../../src/tasks/index.js";
+import { AgentRegistry, TaskHost, type TaskError, memoryTaskStore, buildArgv, type AgentInput } from "../../src/tasks/index.js";
 import { commandDriver } from "../../src/tasks/drivers/command.js";
 
 const fixtures = join(import.meta.dirname, "..", "fixtures");

@@ -1,5 +1,5 @@
 import { describe, it, expect, afterEach } from "vitest";
-import { AgentRegistry, MemoryTaskStore, TaskHost, TaskError, memoryTaskStore, type AgentInput, type TaskRecord } from "../../src/tasks/index.js";
+import { AgentRegistry, MemoryTaskStore, TaskHost, type TaskError, memoryTaskStore, type AgentInput, type TaskRecord } from "../../src/tasks/index.js";
 
 function deferred<T = void>() {
   let resolve!: (v: T) => void;
@@ -159,7 +159,7 @@ describe("TaskHost with the function driver", () => {
   });
 
   it("runs 8 of 30 background spawns and queues 22 in FIFO order; all finish", async () => {
-    const gates = new Map<string, ReturnType<typeof deferred>>();
+    const gates = new Map<string, ReturnType<typeof deferred<void>>>();
     const started: string[] = [];
     const host = makeHost([
       {
@@ -503,7 +503,10 @@ describe("a hostile child against the host's limits", () => {
           return "done";
         },
       },
-      { name: "priced", description: "d", driver: "function", prices: { input: 1e300, output: 1e300 }, run: async ({ emit }) => (emit({ type: "usage", input: 2 ** 52, output: 1 }), "done") },
+      { name: "priced", description: "d", driver: "function", prices: { input: 1e300, output: 1e300 }, run: async ({ emit }) => {
+        emit({ type: "usage", input: 2 ** 52, output: 1 });
+        return "done";
+      } },
     ]);
     const rec = await host.spawn({ agent: "liar", task: "t" });
     // Readings past 2^53 tokens or 1e9 USD are refused; sums stop at 2^53 - 1.
@@ -517,12 +520,18 @@ describe("a hostile child against the host's limits", () => {
   it("refuses a task text over 64 KiB and cuts a long label; a report over 64 KiB is ignored with a note; messages are bounded", async () => {
     const host = makeHost([
       echo,
-      { name: "loud", description: "d", driver: "function", run: async ({ emit }) => (emit({ type: "error", message: "e".repeat(1_000_000) }), "x") },
+      { name: "loud", description: "d", driver: "function", run: async ({ emit }) => {
+        emit({ type: "error", message: "e".repeat(1_000_000) });
+        return "x";
+      } },
       {
         name: "bigreport",
         description: "d",
         driver: "function",
-        run: async ({ emit }) => (emit({ type: "report", report: { summary: "s".repeat(100 * 1024) } }), "text"),
+        run: async ({ emit }) => {
+          emit({ type: "report", report: { summary: "s".repeat(100 * 1024) } });
+          return "text";
+        },
       },
     ]);
     await expect(host.spawn({ agent: "echo", task: "t".repeat(64 * 1024 + 1) })).rejects.toMatchObject({

@@ -1,7 +1,7 @@
 import { describe, it, expect, beforeAll, afterAll, afterEach } from "vitest";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { AgentRegistry, TaskHost, TaskError, memoryTaskStore, type AgentInput, type ChildToolProvider } from "../../src/tasks/index.js";
+import { AgentRegistry, TaskHost, type TaskError, memoryTaskStore, type AgentInput, type ChildToolProvider } from "../../src/tasks/index.js";
 
 interface Exchange {
   auth: string | undefined;

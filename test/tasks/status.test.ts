@@ -8,7 +8,7 @@ const LEGAL: Array<[TaskStatus, TaskStatus]> = [
 ];
 
 describe("task status transitions", () => {
-  it("allows exactly the transitions of SPEC §7", () => {
+  it("allows exactly the transitions of docs/tasks.md#the-task-model", () => {
     const allowed: string[] = [];
     for (const from of TASK_STATUSES) for (const to of TASK_STATUSES) if (canTransition(from, to)) allowed.push(`${from}>${to}`);
     expect(allowed).toStrictEqual(LEGAL.map(([a, b]) => `${a}>${b}`));

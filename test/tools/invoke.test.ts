@@ -58,7 +58,7 @@ describe("result views", () => {
   it("returns the compact view by default: the whole three channels pinned", async () => {
     const tool = sessionStatusTool(newCalls());
     const result = await invokeTool(tool, { session_id: "sess-example" }, { ctx: ctx() });
-    // Without toModelOutput the model is sent the JSON of the full record (SPEC §6, last resort).
+    // Without toModelOutput the model is sent the JSON of the full record (docs/tool-contract.md#model-output-fail-soft, the last resort).
     expect(result).toStrictEqual({
       content: [{ type: "text", text: JSON.stringify(sampleRecord()) }],
       structuredContent: COMPACT,
@@ -114,7 +114,7 @@ describe("result views", () => {
     const compact = z.object({ id: z.string(), v: z.union([z.object({ a: z.string(), b: z.string() }), z.string()]) });
     const full = z.object({ id: z.string(), v: z.union([z.object({ a: z.string() }), z.string()]) });
     let record: Record<string, unknown> = { id: "a", v: { a: "x", b: "y" } };
-    const tool = defineTool({ name: "leaky", description: "Compact keeps a key the full union drops.", input: z.object({}), views: { compact, full }, execute: () => record });
+    const tool = defineTool({ name: "leaky", description: "Compact keeps a key the full union drops.", input: z.object({}), views: { compact, full }, execute: () => record as z.infer<typeof compact> });
     for (const development of [false, true]) {
       const err = await rejection(invokeTool(tool, {}, { ctx: ctx(), development }));
       expect({ code: err.code, reason: err.reason, message: err.message }).toStrictEqual({
@@ -130,7 +130,7 @@ describe("result views", () => {
   });
 });
 
-describe("seed 000 error table: exact code, reason and message, and the tool does not run", () => {
+describe("the input error table of docs/tool-contract.md: exact code, reason and message, and the tool does not run", () => {
   const rows: { name: string; tool: "views" | "single"; input: Record<string, unknown>; code: string; reason: string; message: string }[] = [
     {
       name: "unknown result_view value",
@@ -407,7 +407,7 @@ describe("execution", () => {
   });
 });
 
-describe("model output (seed 002)", () => {
+describe("model output, fail soft", () => {
   it("resolution order: ToolResult.modelOutput, then toModelOutput, then JSON", async () => {
     const calls = newCalls();
     const viaResult = defineTool({

@@ -4,7 +4,7 @@ import {
   boundText,
   defineTool,
   errorResult,
-  guestError,
+  toolRejection,
   guestValue,
   invokeTool,
   toTool,
@@ -78,21 +78,21 @@ describe("guestValue", () => {
   });
 });
 
-describe("guestError", () => {
+describe("toolRejection", () => {
   it("keeps name, code, reason and the last 2,000 characters of the message", () => {
     const long = `${"head ".repeat(500)}the actual cause`;
-    const g = guestError(new ToolError("tool_failed", long));
+    const g = toolRejection(new ToolError("tool_failed", long));
     expect(g.name).toBe("ToolError");
     expect(g.code).toBe("tool_failed");
     expect(Object.hasOwn(g, "reason")).toBe(false);
     expect(g.message).toHaveLength(2000);
     expect(g.message.endsWith("the actual cause")).toBe(true);
     expect(g.message.startsWith("…")).toBe(true);
-    const astral = guestError(new Error(`x${"😀".repeat(1500)}`)).message;
+    const astral = toolRejection(new Error(`x${"😀".repeat(1500)}`)).message;
     expect(astral.startsWith("…😀")).toBe(true);
     expect(astral.length).toBeLessThanOrEqual(2000);
-    expect(guestError(new TypeError("bad"))).toStrictEqual({ name: "TypeError", code: "tool_failed", message: "bad" });
-    expect(guestError(new ToolError("tool_denied", "no", { reason: "hook_denied" }))).toStrictEqual({ name: "ToolError", code: "tool_denied", reason: "hook_denied", message: "no" });
+    expect(toolRejection(new TypeError("bad"))).toStrictEqual({ name: "TypeError", code: "tool_failed", message: "bad" });
+    expect(toolRejection(new ToolError("tool_denied", "no", { reason: "hook_denied" }))).toStrictEqual({ name: "ToolError", code: "tool_denied", reason: "hook_denied", message: "no" });
   });
 });
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { defineTool, type Tool } from "../../src/tools/index.js";
 
 /**
- * A tool with views modelled on seed 000's session_status: the compact record keeps identity,
+ * A tool with views modelled on a session_status tool: the compact record keeps identity,
  * state and follow-up fences; the full one adds lineage policy, supervision and diagnostics.
  */
 export const compactSession = z.object({

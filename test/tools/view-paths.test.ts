@@ -20,7 +20,7 @@ describe("classifyViewPath: which view carries a field", () => {
     expect(classifyViewPath(descriptor, ["session", "pending_interactions", "0", "title"])).toEqual({ verdict: "ok" });
   });
 
-  it("a field only the full view declares requires full when compact was selected (seed 000's lineage.permission_policy.tools)", () => {
+  it("a field only the full view declares requires full when compact was selected (a session's lineage.permission_policy.tools)", () => {
     const path = ["session", "lineage", "permission_policy", "tools"];
     expect(classifyViewPath(descriptor, path)).toEqual({ verdict: "requires_full" });
     expect(classifyViewPath(descriptor, path, "full")).toEqual({ verdict: "ok" });

@@ -29,7 +29,7 @@ describe("codemode workflow validate", () => {
     expect(await runCli(["workflow", "validate", "review.yaml"], { cwd: project() })).toEqual({ code: 0, stdout: "review.yaml: valid\n", stderr: "" });
   });
 
-  it("an invalid one: exit 1, each problem as the seed shows it (error: <code>, then the message), its line, and nothing ran", async () => {
+  it("an invalid one: exit 1, each problem as docs/workflows.md#validation shows it (error: <code>, then the message), its line, and nothing ran", async () => {
     const cwd = project({ "broken.yaml": EXAMPLE.replace(/^\s*result_view: full\n/m, "").replace("agent: summarizer", "agent: summariser") });
     expect(await runCli(["workflow", "validate", "broken.yaml"], { cwd })).toEqual({
       code: 1,

@@ -1,4 +1,4 @@
-// A runtime for workflow tests: seed 000's session_status (a real tool with views) and
+// A runtime for workflow tests: a session_status tool (a real tool with views) and
 // skill_view (a single-result tool), function agents that count their runs and report usage,
 // and a way to prove that nothing ran.
 import { expect } from "vitest";
@@ -102,7 +102,7 @@ export async function validateOnly(cm: Codemode, workflow: unknown, extra: Recor
   return result.structuredContent!;
 }
 
-/** Seed 000's Loop: inspect reads a session, report prompts an agent with a field of it. */
+/** The review loop of docs/workflows.md: inspect reads a session, report prompts an agent with a field of it. */
 export function seedWorkflow(inspectExtra = "", prompt = "Tools allowed: {{ .nodes.inspect.output.session.lineage.permission_policy.tools }}"): string {
   return `inputs:
   session_id: {}

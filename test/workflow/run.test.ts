@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { AgentRegistry, createCodemode, defineTool, describeTool, invokeTool, projectViews, TaskHost, type PreCallEvent, type TaskRecord, type Tool, type Usage } from "../../src/index.js";
+import { AgentRegistry, defineTool, describeTool, invokeTool, projectViews, TaskHost, type PreCallEvent, type TaskRecord, type Tool } from "../../src/index.js";
+import type { Usage } from "../../src/tasks/types.js";
 import { memoryTaskStore } from "../../src/tasks/index.js";
 import { ptcWorkflowTool } from "../../src/workflow/index.js";
 import { newCalls, sampleRecord, sessionStatusTool } from "../tools/sample-tools.js";
@@ -115,7 +116,10 @@ describe("the end-to-end workflow", () => {
     const [report, final] = children;
     const digest = describeTool(f.cm.toolList().find((t) => t.id === "session_status")!).output_views!.full.digest;
     const nodes = sc.nodes as Array<Record<string, unknown>>;
-    expect(nodes.map(({ duration_ms, ...rest }) => (expect(typeof duration_ms).toBe("number"), rest))).toStrictEqual([
+    expect(nodes.map(({ duration_ms, ...rest }) => {
+        expect(typeof duration_ms).toBe("number");
+        return rest;
+      })).toStrictEqual([
       { node: "inspect", status: "succeeded", kind: "session_status", view: "full" },
       { node: "report", status: "succeeded", kind: "run-agent", agent: "general", task_id: report!.id },
       { node: "final", status: "succeeded", kind: "run-agent", agent: "general", task_id: final!.id },
@@ -221,14 +225,14 @@ describe("the end-to-end workflow", () => {
   });
 });
 
-describe("pinned views (seed 000, Hooks)", () => {
+describe("pinned views (docs/tool-contract.md#hooks-and-pinned-views)", () => {
   it("a preCall patch that changes a node's view fails the node with tool_denied / result_view_pinned; nothing downstream runs", async () => {
     const events: PreCallEvent[] = [];
     const f = await fixture({
       hooks: {
         preCall: (event) => {
           events.push(event);
-          // A hook that wants the full record everywhere: seed 000 says to skip pinned calls.
+          // A hook that wants the full record everywhere leaves pinned calls alone: patching a pinned view is denied.
           if (event.tool.id === "session_status") return { input: { ...event.input, result_view: event.input.result_view === "full" ? "compact" : "full" } };
         },
       },
@@ -263,7 +267,7 @@ describe("pinned views (seed 000, Hooks)", () => {
     expect(f.agentRuns).toStrictEqual([]);
   });
 
-  it("a patch adding result_view to a single-result tool's call fails the node with the seed's single-result error; postCall says which view a record holds", async () => {
+  it("a patch adding result_view to a single-result tool's call fails the node with the single-result input error; postCall says which view a record holds", async () => {
     const post: Array<{ tool: string; result_view?: string; has_result_views: boolean }> = [];
     const f = await fixture({
       hooks: {

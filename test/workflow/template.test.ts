@@ -14,7 +14,7 @@ function failure(text: string): { message: string; template: string; character: 
 }
 
 describe("parseTemplate", () => {
-  it("reads the seed's references, paths with indices and quoted keys, and keeps the text around them", () => {
+  it("reads references, paths with indices and quoted keys, and keeps the text around them", () => {
     expect(parseTemplate("Tools allowed: {{ .nodes.inspect.output.session.lineage.permission_policy.tools }}!")).toStrictEqual({
       parts: [
         { text: "Tools allowed: " },

@@ -1,4 +1,4 @@
-// Seed 000's Loop validation rules, each with its exact code and message, each proving that
+// The validation rules of docs/workflows.md#validation, each with its exact code and message, each proving that
 // nothing ran: no tool executed, no agent ran, no task was created.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -16,8 +16,8 @@ afterAll(async () => {
 
 const error = (code: string, message: string, at: { node?: string; path?: string; line?: number } = {}) => ({ code, ...at, message });
 
-describe("seed 000: a reference into the compact view stops the workflow before start", () => {
-  it("without result_view: full, the seed's result_view_field_requires_full, naming the tool as its descriptor does", async () => {
+describe("a reference into the compact view stops the workflow before start", () => {
+  it("without result_view: full, result_view_field_requires_full, naming the tool as its descriptor does", async () => {
     expect(await validateOnly(f.cm, seedWorkflow())).toStrictEqual({
       valid: false,
       errors: [error("result_view_field_requires_full", SEED_REQUIRES_FULL, { node: "report", path: "graph.nodes[1].params.prompt", line: 15 })],
@@ -129,7 +129,7 @@ describe("seed 000: a reference into the compact view stops the workflow before 
     expectNothingRan(f);
   });
 
-  it("result_view on a single-result tool is the seed's dispatch error, found before start", async () => {
+  it("result_view on a single-result tool is the tool's own input error, found before start", async () => {
     const workflow = { graph: { nodes: [{ id: "skill", kind: "skill_view", params: { skill: "x", result_view: "full" } }] } };
     expect(await validateOnly(f.cm, workflow)).toStrictEqual({
       valid: false,
@@ -350,7 +350,11 @@ graph:
     expect((await validateOnly(f.cm, edges)).errors).toStrictEqual([error("invalid_definition", '"graph.edges" lists 10001 edges; a workflow has at most 10000', { path: "graph.edges" })]);
     // A YAML alias bomb (9^9 strings once expanded) is refused by the parser's alias budget.
     let bomb = "a: &a [lol,lol,lol,lol,lol,lol,lol,lol,lol]\n";
-    ["b", "c", "d", "e", "f", "g", "h", "i"].reduce((prev, name) => ((bomb += `${name}: &${name} [${Array(9).fill(`*${prev}`).join(",")}]\n`), name), "a");
+    let prev = "a";
+    for (const name of ["b", "c", "d", "e", "f", "g", "h", "i"]) {
+      bomb += `${name}: &${name} [${Array(9).fill(`*${prev}`).join(",")}]\n`;
+      prev = name;
+    }
     expect((await validateOnly(f.cm, bomb)).errors).toStrictEqual([error("invalid_definition", "the workflow is not valid YAML: Excessive alias count indicates a resource exhaustion attack", { line: 1 })]);
     const chain = { graph: { nodes: Array.from({ length: 1000 }, (_, i) => ({ id: `n${i}`, kind: "skill_view", params: { skill: i === 0 ? "x" : `{{ .nodes.n${i - 1}.output.name }}` } })) } };
     expect(await validateOnly(f.cm, chain)).toStrictEqual({ valid: true, errors: [], warnings: [] });

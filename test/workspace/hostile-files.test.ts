@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createCodemode, invokeTool, ToolError, type Tool, type ToolContext } from "../../src/index.js";
+import { createCodemode, invokeTool, type ToolError, type Tool, type ToolContext } from "../../src/index.js";
 import { workspaceTools } from "../../src/workspace/index.js";
 
 const isRoot = process.getuid?.() === 0;

@@ -1,3 +1,4 @@
+// The `claude-stream-json` protocol of the command driver (docs/command-protocol.md).
 import type { DriverEvent } from "../agents.js";
 import { count, parseObject } from "./jsonl.js";
 

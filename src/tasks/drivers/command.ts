@@ -1,3 +1,6 @@
+// The `command` driver: any CLI agent as a child process, in its own process group, with the task on
+// argv or stdin; stdout is its output, parsed by the agent's protocol (text, jsonl,
+// claude-stream-json). Stop is SIGTERM, then SIGKILL after the kill grace. docs/command-protocol.md.
 import { spawn } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { constants } from "node:os";

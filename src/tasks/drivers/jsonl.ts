@@ -1,3 +1,4 @@
+// The `jsonl` protocol of the command driver, and the JSON-line parsing its adapters share.
 import type { DriverEvent } from "../agents.js";
 
 /**

@@ -1,6 +1,8 @@
+// The `openai` driver: an OpenAI-compatible chat-completions endpoint in a tool-calling loop over
+// the tools the agent allows (read-only ones only, for a read-only agent: the `enforced` tier).
+// Usage comes from the API's `usage` fields, cost from the agent's prices.
 import type { Driver, ChildToolDescriptor, ChildToolProvider } from "./types.js";
-import { errorMessage } from "./types.js";
-import { formatBytes } from "../../text.js";
+import { formatBytes, messageOf } from "../../text.js";
 
 const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 const DEFAULT_MAX_TURNS = 20;
@@ -70,7 +72,7 @@ export const openaiDriver: Driver = async ({ task, agent, signal, emit, childToo
       });
     } catch (err) {
       if (signal.aborted) return { exitCode: 1, error: "stopped" };
-      return { exitCode: 1, error: `request to ${baseUrl}/chat/completions failed: ${errorMessage(err)}; check the agent's base_url` };
+      return { exitCode: 1, error: `request to ${baseUrl}/chat/completions failed: ${messageOf(err)}; check the agent's base_url` };
     }
     const raw = await readBounded(res, MAX_RESPONSE_BYTES);
     emit({ type: "turn" });
@@ -127,7 +129,7 @@ async function runToolCall(
   try {
     return await provider.call(allowed.get(name)!.path, args, ctx);
   } catch (err) {
-    return `error: ${errorMessage(err)}`;
+    return `error: ${messageOf(err)}`;
   }
 }
 

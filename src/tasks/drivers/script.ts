@@ -1,8 +1,9 @@
+// The `script` driver: the agent is a codemode program, run by the ScriptRunner the runtime plugs in.
 import { readFile } from "node:fs/promises";
 import type { AgentDefinition } from "../agents.js";
 import type { Driver } from "./types.js";
 import type { TraceScope } from "../../tracing.js";
-import { errorMessage } from "./types.js";
+import { messageOf } from "../../text.js";
 
 /**
  * Runs an agent's codemode program in its own sandbox. The host does not know the engine; the
@@ -45,7 +46,7 @@ export function scriptDriver(runner: ScriptRunner | undefined): Driver {
     try {
       code = agent.scriptCode ?? (await readFile(agent.script!, "utf8"));
     } catch (err) {
-      return { exitCode: 1, error: `cannot read the program of agent "${agent.name}" (${agent.script}): ${errorMessage(err)}; fix the "script" field of ${agent.source}` };
+      return { exitCode: 1, error: `cannot read the program of agent "${agent.name}" (${agent.script}): ${messageOf(err)}; fix the "script" field of ${agent.source}` };
     }
     emit({ type: "turn" });
     try {
@@ -54,7 +55,7 @@ export function scriptDriver(runner: ScriptRunner | undefined): Driver {
       if (res.output.length > 0) emit({ type: "text", text: res.output });
       return res.ok ? { exitCode: 0 } : { exitCode: 1, error: res.error ?? "the program failed" };
     } catch (err) {
-      return { exitCode: 1, error: errorMessage(err) };
+      return { exitCode: 1, error: messageOf(err) };
     }
   };
 }

@@ -1,8 +1,9 @@
+// What a driver is given and returns: the contract between the task host and its four drivers.
 import type { AgentDefinition, DriverEvent } from "../agents.js";
 import type { TaskProcessGroup, TaskRecord } from "../types.js";
 import type { TraceScope } from "../../tracing.js";
 
-/** What a child may call: the host's tools, as offered to script and openai children. */
+/** A host tool as an openai child may call it (a script child reaches tools through its program's `tools`). */
 export interface ChildToolDescriptor {
   /**
    * The tool's full path as programs reach it ("read_file", "github.create_issue"): what an
@@ -49,5 +50,3 @@ export interface DriverResult {
 }
 
 export type Driver = (ctx: DriverContext) => Promise<DriverResult>;
-
-export { messageOf as errorMessage } from "../../text.js";

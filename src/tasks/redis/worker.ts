@@ -8,7 +8,7 @@ import type { TaskHost } from "../host.js";
 import { currentOwner } from "../owner.js";
 import type { WorkerInfo } from "../types.js";
 import { redactCredentials, type RedisTarget } from "./connection.js";
-import { BULL_PREFIX, bullConnection, BullRemoteQueue } from "./queue.js";
+import { BULL_PREFIX, bullConnection, type BullRemoteQueue } from "./queue.js";
 
 /** BullMQ's reason for a job whose worker stopped renewing its lock. */
 const STALLED = /stalled/i;

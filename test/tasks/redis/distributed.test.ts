@@ -86,7 +86,7 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue, two worker processes",
 
   it("past the queue's running cap a task waits, and is canceled there without reaching a worker", async () => {
     // Room for 8 on the two workers, but 6 at once on the queue: the seventh sleeper waits.
-    const ids = [];
+    const ids: string[] = [];
     for (let i = 0; i < 7; i++) ids.push((await host.cm.tasks.spawn({ agent: "sleeper", task: `s${i}`, background: true })).id);
     await eventually(() => (ids.filter((id) => record(id).status === "running").length === 6 ? true : undefined), "six sleepers to run");
     // A moment for a worker to (wrongly) take the seventh; the cap holds it back.
