@@ -238,6 +238,7 @@ describe("fuzzing the crossing", () => {
           expect(result.structuredContent.error).toEqual({
             kind: "timeout",
             message: "the program is waiting for a promise that nothing can settle (no tool call, timer or job is pending)",
+            hint: "an await is waiting on a promise that nothing resolves (a new Promise whose resolve is never called?): resolve it, or await the tool call itself",
           });
           return;
         }
