@@ -209,6 +209,7 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
         ...(determinism ? { determinism } : {}),
       },
       callbacks,
+      settings.signal,
     );
   let handle = launch(code);
 

@@ -174,13 +174,21 @@ export class SandboxEngine {
     return this.replaced;
   }
 
-  run(request: RunRequest, callbacks: RunCallbacks): RunHandle {
+  /**
+   * Runs a program. `signal`: a run whose signal is already aborted never reaches a worker. An
+   * abort() right after run() cannot promise that, since dispatch hands the run to an idle
+   * worker at once, and a short program may then finish before the abort is read.
+   */
+  run(request: RunRequest, callbacks: RunCallbacks, signal?: AbortSignal): RunHandle {
     if (this.closed) throw new Error("the sandbox engine is closed");
     let resolve!: (done: DoneMessage) => void;
     const done = new Promise<DoneMessage>((r) => (resolve = r));
     const waiting: Waiting = { request, callbacks, resolve, queuedAt: performance.now() };
-    this.queue.push(waiting);
-    this.dispatch();
+    if (signal?.aborted) resolve(stoppedBeforeStart(request.runId, "aborted", "the run was aborted before it started"));
+    else {
+      this.queue.push(waiting);
+      this.dispatch();
+    }
     return {
       done,
       get binaryResults() {

@@ -51,6 +51,23 @@ describe("the worker pool", () => {
   });
 });
 
+describe("a signal aborted before the run", () => {
+  it("never lets the program run, even with an idle worker waiting, and the next run works", async () => {
+    const engine = new SandboxEngine({ defaultMemoryBytes: 64 * 1024 * 1024, minWorkers: 1 });
+    engines.push(engine);
+    await engine.start();
+    const flushed: string[] = [];
+    const watching: RunCallbacks = { ...quiet, onFlush: (text) => flushed.push(...text) };
+    for (let i = 0; i < 20; i++) {
+      const done = await engine.run(request(`text("never"); return 1`), watching, AbortSignal.abort()).done;
+      expect(done.ok).toBe(false);
+      expect(done.error).toEqual({ kind: "aborted", message: "the run was aborted before it started" });
+    }
+    expect(flushed).toEqual([]);
+    expect((await engine.run(request("return 2"), quiet).done).valueJson).toBe("2");
+  });
+});
+
 describe("workers that hold memory", () => {
   it("are replaced once a run leaves more than idleBytes in them, or overflowed the stack; small runs keep their worker", async () => {
     const engine = new SandboxEngine({ defaultMemoryBytes: 64 * 1024 * 1024, maxWorkers: 1, minWorkers: 1, idleBytes: 8 * 1024 * 1024 });
