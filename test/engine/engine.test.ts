@@ -2,28 +2,15 @@
 // instead of leaving them queued forever.
 import { afterEach, describe, expect, it } from "vitest";
 import { SandboxEngine, type RunCallbacks } from "../../src/engine/engine.js";
-import type { RunRequest } from "../../src/engine/protocol.js";
+import { runRequest } from "./run-request.js";
 
 const engines: SandboxEngine[] = [];
 afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.close();
 });
 
-let next = 0;
-function request(code: string): RunRequest {
-  return {
-    type: "run",
-    runId: `r${++next}`,
-    abortSeq: 0,
-    code,
-    session: "s",
-    limits: { timeoutMs: 5000, memoryBytes: 64 * 1024 * 1024, stackBytes: 1024 * 1024, maxToolCalls: 10, maxCrossingBytes: 1024 * 1024, storeValueBytes: 1024, storeSessionBytes: 4096, maxTimers: 10 },
-    deadline: 0,
-    tools: [],
-    globals: {},
-    store: {},
-  };
-}
+// The pool's tests keep the limits small: nothing here needs more.
+const request = (code: string) => runRequest(code, { limits: { timeoutMs: 5000, maxToolCalls: 10, maxCrossingBytes: 1024 * 1024 } });
 const quiet: RunCallbacks = { onCall() {}, onFlush() {}, onStore() {} };
 
 describe("the worker pool", () => {
