@@ -61,7 +61,7 @@
   const refuse = () => false, none = () => null;
   function namespace(prefix, table) {
     const unknown = new P(create(null), {
-      get(target, key) {
+      get(_, key) {
         if (typeof key === "symbol" || key === "then" || key === "toJSON") return undefined;
         throw new TypeErr(host("unknownTool", prefix, stringify(Str(key))));
       },
