@@ -35,15 +35,15 @@ export interface BjsonEncoding {
   bytes: Uint8Array;
   /**
    * At least the JSON's UTF-8 length, and exactly it when the value holds no non-integer number:
-   * a double counts as its longest form (24 bytes) because formatting each one to measure it cost
+   * a double counts as its longest form (25 bytes: "-0.0000012345678901234567") because formatting each one to measure it cost
    * as much as the rest of the encoding. Past the crossing limit, take the JSON path: it measures
    * exactly and says so in its error.
    */
   jsonBytesAtMost: number;
 }
 
-/** The longest JSON a double takes, e.g. -2.2250738585072014e-308. */
-const MAX_DOUBLE_JSON = 24;
+/** The longest JSON a double takes: a negative one just above 1e-6 in magnitude, e.g. -0.0000010000313825228672 (exponent forms stop at 24, e.g. -2.2250738585072014e-308). */
+const MAX_DOUBLE_JSON = 25;
 
 export type BjsonEncoder = (value: unknown) => BjsonEncoding | undefined;
 
