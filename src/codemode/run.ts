@@ -195,13 +195,10 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   const launch = (program: string) =>
     env.engine.run(
       {
-        type: "run",
         runId,
-        abortSeq: 0,
         code: program,
         session: settings.session,
         limits: engineLimits(limits),
-        deadline: 0,
         tools: [...env.tools.keys()],
         ...(env.unavailable ? { unavailable: env.unavailable } : {}),
         globals: settings.globals,
