@@ -17,6 +17,7 @@ import { PendingPromises, rejectReturned, settleOwned } from "./guest-promises.j
 import { describeHostError, parseThrown, PROGRAM_FILE, stopError, thrownError, uncaughtWarning, unknownToolMessage, wrapProgram, type StopReason, type ThrownInfo } from "./guest-errors.js";
 import { formatBytes, headChars } from "../text.js";
 import { RESULT_TAG, type ConsoleLine, type DoneMessage, type GuestError, type HostOp, type RunMessage, type SettleMessage, type Stall, type WorkerToHost } from "./protocol.js";
+
 /** Output is handed to the host in batches so a flood of tiny `text()` calls is not a flood of messages. */
 const FLUSH_BYTES = 256 * 1024;
 const CONSOLE_LINES = 500;
