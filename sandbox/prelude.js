@@ -9,6 +9,11 @@
 // removes from the global object. The completion value is the interface the host calls after the
 // program ends. Every crossing carries one JSON string.
 //
+// The bridge's names are defined in src/engine/protocol.ts and spelt here as literals: the host
+// operations (HOST_OPS: the first argument of every host(…) call), the result tags (RESULT_TAG:
+// "=" and "!" in result()) and the clock mark (CLOCK_MARK: "~"). test/engine/protocol.test.ts
+// checks that the two agree.
+//
 // QuickJS compiles about 10 bytes per microsecond here and this runs on every run, so the
 // prelude stays small: error objects, closest-name suggestions and size checks live on the host
 // side of the bridge, and the host drops comment lines and indentation before compiling it (so no

@@ -3,6 +3,7 @@
 // starts the program again from the top and answers each recorded call from here instead of
 // running it again, so the program takes the same path up to the call that waited for a person.
 import { randomFillSync } from "node:crypto";
+import { CLOCK_MARK } from "../engine/protocol.js";
 
 /** One completed call: what the program sent and what it received. */
 export interface LedgerCall {
@@ -45,11 +46,11 @@ export class ClockRecord {
 
 /**
  * A call message's arguments, and the clock readings the prelude put before them
- * ("~" + JSON + "~", see sandbox/prelude.js). JSON text never starts with "~".
+ * (CLOCK_MARK + JSON + CLOCK_MARK, see engine/protocol.ts). JSON text never starts with the mark.
  */
 export function splitClock(argsJson: string): { args: string; readings?: unknown } {
-  if (!argsJson.startsWith("~")) return { args: argsJson };
-  const end = argsJson.indexOf("~", 1);
+  if (!argsJson.startsWith(CLOCK_MARK)) return { args: argsJson };
+  const end = argsJson.indexOf(CLOCK_MARK, 1);
   if (end < 0) return { args: argsJson };
   let readings: unknown;
   try {

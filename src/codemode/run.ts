@@ -1,8 +1,8 @@
 // One program run from the host's side: dispatching the program's tool calls (with the in-flight
 // limit and FIFO queue), collecting output, console and stores, cancelling what is left at the
 // end, and building the RunResult.
-import type { SandboxEngine } from "../engine/engine.js";
-import type { ConsoleLine, DoneMessage, GuestError } from "../engine/protocol.js";
+import type { RunCallbacks, RunHandle, SandboxEngine } from "../engine/engine.js";
+import type { ConsoleLine, DoneMessage, GuestError, RunRequest } from "../engine/protocol.js";
 import { prepareCalls, toolRejection, ToolError, type ApprovalAnswer, type ApprovalRequest, type ResultView, type Tool, type ToolCaller, type ToolHooks } from "../tools/index.js";
 import { encodeToolResult } from "../engine/bjson.js";
 import type { ApprovalAnswerInput, RememberedApprovals } from "./approvals.js";
@@ -105,128 +105,228 @@ export interface SourceNote {
   typescript?: true;
 }
 
+/**
+ * One run, step by step: run the program (retrying it as TypeScript when QuickJS refused it),
+ * cancel what it left running, stop if a resumed program left its recorded path, suspend it if
+ * it stopped for an approval, find the promises it dropped, and build its result. Each step is
+ * a method of the one ProgramRun that holds the run's state.
+ */
 export async function executeRun(env: RunEnvironment, settings: RunSettings): Promise<RunResult> {
-  const { runId } = settings;
-  const started = performance.now();
-  const resume = settings.resume;
-  // A replayable run: seeded random, recorded clock and calls, an approval gate that can interrupt.
-  const approvals = env.approvals;
-  const originRunId = resume?.state.run_id ?? runId;
-  const seed = resume?.state.seed ?? randomSeed();
-  const clock = new ClockRecord();
-  const ledger: LedgerCall[] = [];
-  const replayer = resume ? new Replayer(resume.state.calls) : undefined;
-  const pending: Array<PendingApproval & { seq: number; path: string }> = [];
-  /** The first call that stopped for a person: calls issued after it do not run. */
-  let firstGate: number | undefined;
-  let interrupting = false;
-  let interrupted = false;
-  let diverged: string | undefined;
-  let settledCount = 0;
-  let liveCalls = 0;
-  /** Replayed results waiting for their turn (the order and time they settled in the first run). */
-  const ready = new Map<number, { state: CallState; call: LedgerCall }>();
-  let nextRelease = 0;
-  let releaseTimer: ReturnType<typeof setTimeout> | undefined;
-  const { limits } = settings;
-  const output = new OutputCollector(limits.outputBudget, env.spillDir, runId, limits.maxSpillBytes);
-  const consoleLines: ConsoleLine[] = [];
-  const calls = new Map<number, CallState>();
-  const records: CallRecord[] = [];
-  const warnings: string[] = [];
-  const queue: CallState[] = [];
-  const callsByTool = new Map<string, number>();
-  const taskStatuses = new Map<string, string>();
-  let callCount = 0;
-  let running = 0;
-  let ended = false;
+  const run = new ProgramRun(env, settings);
+  await run.execute();
+  run.cancelLeftovers();
+  run.checkReplayed();
+  const interrupted = run.suspend();
+  if (interrupted) return interrupted;
+  await run.noteDroppedPromises();
+  return run.result();
+}
 
-  const source: SourceNote = {};
-  let code = settings.code;
-  const fenced = unfence(code);
-  if (fenced) {
-    code = fenced.code;
-    source.fence = fenced.fence;
-  }
+/** A person's answer to one approval, normalised. */
+type Decision = { decision: "allow" | "deny"; remember: boolean; reason?: string };
+
+/** The state of one run and the steps over it. Its fields are written only by its own methods. */
+class ProgramRun {
+  private readonly runId: string;
+  private readonly started = performance.now();
+  private readonly limits: Limits;
+  private readonly output: OutputCollector;
+  /** How the program that ran differs from the text that was sent. */
+  private readonly source: SourceNote = {};
+  /** The program that runs: fences taken out, types stripped once QuickJS refused it. */
+  private code: string;
   /** The program as the user wrote it (fences taken out): code frames and hints quote it; stripping keeps positions. */
-  const written = code;
+  private readonly written: string;
+  private handle!: RunHandle;
+  /** How this run calls tools: options checked once, at the first call. */
+  private caller: ToolCaller | undefined;
+  private done!: DoneMessage;
+  private diagnosis: Diagnosis = {};
+  /** The program has ended: calls still running are cancelled, results no longer reach it. */
+  private ended = false;
 
-  const callbacks = {
-    onCall(callId: number, path: string, sentJson: string) {
-      let argsJson = sentJson;
-      if (approvals) {
-        const split = splitClock(sentJson);
-        argsJson = split.args;
-        clock.add(split.readings);
-      }
-      callCount++;
-      callsByTool.set(path, (callsByTool.get(path) ?? 0) + 1);
-      const record: CallRecord = { id: callId, tool: path, args: preview(argsJson), status: "ok", durationMs: 0 };
-      if (records.length < CALL_RECORDS) records.push(record);
-      const state: CallState = { seq: callCount, record, controller: new AbortController(), started: 0, finished: false, tool: env.tools.get(path), argsJson };
-      calls.set(callId, state);
-      if (replayer && !diverged) {
-        const match = replayer.match(state.seq, path, argsJson);
-        if (match.kind === "diverged") return diverge(match.message);
-        if (match.kind === "recorded") {
-          record.replayed = true;
-          ready.set(match.call.order, { state, call: match.call });
-          return release();
-        }
-      }
-      if (diverged) return;
-      liveCalls++;
-      // Issued after a gate too: it goes as far as the gate, where it stops unrun (or joins the question).
-      if (running < limits.maxInFlight) start(state, callId);
-      else queue.push(state);
-    },
-    onFlush(text: string[], lines: ConsoleLine[]) {
-      if (text.length) output.append(text);
-      if (text.length) env.onOutput?.(text);
-      for (const line of lines) if (consoleLines.length < CONSOLE_LINES) consoleLines.push(line);
-    },
-    onStore(key: string, json: string | undefined) {
-      if (json === undefined) env.store.delete(key);
-      else env.store.set(key, json);
-      env.onStored?.();
+  // ---- the program's calls --------------------------------------------------------------------
+  private readonly calls = new Map<number, CallState>();
+  private readonly records: CallRecord[] = [];
+  /** Calls waiting for an in-flight slot, in the order they were made. */
+  private readonly queue: CallState[] = [];
+  private readonly consoleLines: ConsoleLine[] = [];
+  private readonly warnings: string[] = [];
+  private readonly callsByTool = new Map<string, number>();
+  private readonly taskStatuses = new Map<string, string>();
+  private callCount = 0;
+  /** Calls holding an in-flight slot. */
+  private running = 0;
+  /** Calls left when the program ended, that its result reports as cancelled. */
+  private cancelled: CallState[] = [];
+
+  // ---- replay and approvals (a replayable run: seeded random, recorded clock and calls) ---------
+  private readonly approvals: RunApprovals | undefined;
+  private readonly resume: Resumption | undefined;
+  private readonly originRunId: string;
+  private readonly seed: number[];
+  private readonly clock = new ClockRecord();
+  private readonly ledger: LedgerCall[] = [];
+  private readonly replayer: Replayer | undefined;
+  private readonly pending: Array<PendingApproval & { seq: number; path: string }> = [];
+  /** The first call that stopped for a person: calls issued after it do not run. */
+  private firstGate: number | undefined;
+  private interrupting = false;
+  private interrupted = false;
+  private diverged: string | undefined;
+  private settledCount = 0;
+  /** Calls that really ran (not answered from the ledger). */
+  private liveCalls = 0;
+  /** Replayed results waiting for their turn (the order and time they settled in the first run). */
+  private readonly ready = new Map<number, { state: CallState; call: LedgerCall }>();
+  private nextRelease = 0;
+  private releaseTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The question being put to a person now, which calls reaching the gate meanwhile join. */
+  private asking: { entries: PendingApproval[]; answers: Promise<Record<string, ApprovalAnswerInput> | undefined> } | undefined;
+  private asked: Promise<unknown> = Promise.resolve();
+
+  /** What the engine reports while the program runs. */
+  private readonly callbacks: RunCallbacks = {
+    onCall: (callId, path, sentJson) => this.onCall(callId, path, sentJson),
+    onFlush: (text, lines) => this.onFlush(text, lines),
+    onStore: (key, json) => {
+      if (json === undefined) this.env.store.delete(key);
+      else this.env.store.set(key, json);
+      this.env.onStored?.();
     },
   };
-  const determinism = approvals ? { seed, clock: resume?.state.clock ?? [] } : undefined;
-  const launch = (program: string) =>
-    env.engine.run(
-      {
-        type: "run",
-        runId,
-        abortSeq: 0,
-        code: program,
-        session: settings.session,
-        limits: engineLimits(limits),
-        deadline: 0,
-        tools: [...env.tools.keys()],
-        ...(env.unavailable ? { unavailable: env.unavailable } : {}),
-        globals: settings.globals,
-        store: Object.fromEntries(env.store),
-        ...(determinism ? { determinism } : {}),
-      },
-      callbacks,
-      settings.signal,
-    );
-  let handle = launch(code);
-  // The program, not the model, reads these results: the crossing limit bounds them, not the
-  // output budget, and the model's text of a tool with an output is never built. Made at the
-  // first call, so a bad option fails that call, as it always did.
-  let caller: ToolCaller | undefined;
 
-  function start(state: CallState, callId: number): void {
-    running++;
+  constructor(
+    private readonly env: RunEnvironment,
+    private readonly settings: RunSettings,
+  ) {
+    this.runId = settings.runId;
+    this.limits = settings.limits;
+    this.resume = settings.resume;
+    this.approvals = env.approvals;
+    this.originRunId = this.resume?.state.run_id ?? this.runId;
+    this.seed = this.resume?.state.seed ?? randomSeed();
+    this.replayer = this.resume ? new Replayer(this.resume.state.calls) : undefined;
+    this.output = new OutputCollector(this.limits.outputBudget, env.spillDir, this.runId, this.limits.maxSpillBytes);
+    const fenced = unfence(settings.code);
+    if (fenced) this.source.fence = fenced.fence;
+    this.code = fenced ? fenced.code : settings.code;
+    this.written = this.code;
+  }
+
+  // ---- step 1: run the program ----------------------------------------------------------------
+
+  /** Runs the program; one QuickJS refused is tried again as TypeScript (compiling runs nothing). */
+  async execute(): Promise<void> {
+    const { signal } = this.settings;
+    const onAbort = () => this.handle.abort();
+    this.launch();
+    if (signal) {
+      if (signal.aborted) this.handle.abort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+    }
+    try {
+      this.done = this.takeOutput(await this.handle.done);
+      if (this.done.error?.kind === "syntax" && !signal?.aborted && analysable(this.code, this.done.error)) await this.retryAsTypeScript();
+    } catch (error) {
+      this.output.close();
+      throw error;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  private launch(): void {
+    const { env, settings } = this;
+    const determinism = this.approvals ? { seed: this.seed, clock: this.resume?.state.clock ?? [] } : undefined;
+    const request: RunRequest = {
+      runId: this.runId,
+      code: this.code,
+      session: settings.session,
+      limits: engineLimits(this.limits),
+      tools: [...env.tools.keys()],
+      ...(env.unavailable ? { unavailable: env.unavailable } : {}),
+      globals: settings.globals,
+      store: Object.fromEntries(env.store),
+      ...(determinism ? { determinism } : {}),
+    };
+    this.handle = env.engine.run(request, this.callbacks, settings.signal);
+  }
+
+  private async retryAsTypeScript(): Promise<void> {
+    const stripped = await stripTypes(this.code).catch(() => undefined);
+    if (stripped?.unsupported) {
+      const { construct, line, column, fix } = stripped.unsupported;
+      this.source.typescript = true;
+      this.done = { ...this.done, error: { kind: "syntax", message: `TypeScript ${construct} is not supported: it needs generated code, and only types are stripped here`, line, column } };
+      this.diagnosis = { hint: fix };
+    } else if (stripped?.changed) {
+      this.source.typescript = true;
+      this.code = stripped.code;
+      this.launch();
+      if (this.settings.signal?.aborted) this.handle.abort();
+      this.done = this.takeOutput(await this.handle.done);
+    }
+  }
+
+  /** The run's last output arrives with its result, after every flush before it. */
+  private takeOutput(message: DoneMessage): DoneMessage {
+    if (message.text || message.console) this.onFlush(message.text ?? [], message.console ?? []);
+    return message;
+  }
+
+  private onFlush(text: string[], lines: ConsoleLine[]): void {
+    if (text.length) this.output.append(text);
+    if (text.length) this.env.onOutput?.(text);
+    for (const line of lines) if (this.consoleLines.length < CONSOLE_LINES) this.consoleLines.push(line);
+  }
+
+  // ---- the program's calls, while it runs -----------------------------------------------------
+
+  private onCall(callId: number, path: string, sentJson: string): void {
+    let argsJson = sentJson;
+    if (this.approvals) {
+      const split = splitClock(sentJson);
+      argsJson = split.args;
+      this.clock.add(split.readings);
+    }
+    this.callCount++;
+    this.callsByTool.set(path, (this.callsByTool.get(path) ?? 0) + 1);
+    const record: CallRecord = { id: callId, tool: path, args: preview(argsJson), status: "ok", durationMs: 0 };
+    if (this.records.length < CALL_RECORDS) this.records.push(record);
+    const state: CallState = { seq: this.callCount, record, controller: new AbortController(), started: 0, finished: false, tool: this.env.tools.get(path), argsJson };
+    this.calls.set(callId, state);
+    if (this.replayer && !this.diverged) {
+      const match = this.replayer.match(state.seq, path, argsJson);
+      if (match.kind === "diverged") {
+        this.diverge(match.message);
+        return;
+      }
+      if (match.kind === "recorded") {
+        record.replayed = true;
+        this.ready.set(match.call.order, { state, call: match.call });
+        this.release();
+        return;
+      }
+    }
+    if (this.diverged) return;
+    this.liveCalls++;
+    // Issued after a gate too: it goes as far as the gate, where it stops unrun (or joins the question).
+    if (this.running < this.limits.maxInFlight) this.start(state, callId);
+    else this.queue.push(state);
+  }
+
+  private start(state: CallState, callId: number): void {
+    this.running++;
     state.started = performance.now();
-    void runCall(state).then(
-      (value) => finish(state, callId, true, value),
-      (error) => finish(state, callId, false, error),
+    void this.runCall(state).then(
+      (value) => this.finishCall(state, callId, true, value),
+      (error) => this.finishCall(state, callId, false, error),
     );
   }
 
-  async function runCall(state: CallState): Promise<string | Uint8Array> {
+  private async runCall(state: CallState): Promise<string | Uint8Array> {
+    const { settings, limits, runId } = this;
     const tool = state.tool;
     if (!tool) throw new ToolError("tool_not_found", `tools.${state.record.tool} is not bound`);
     let input = parseGuestJson(state.argsJson);
@@ -236,18 +336,21 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     // Plain JSON goes in QuickJS's own format, which the guest reads ~3x faster than JSON text;
     // anything else (and anything near the limit) takes the JSON path and its errors.
     // A recorded run keeps JSON text: its ledger replays results as the text they first were.
-    const binary = handle.binaryResults && !approvals;
-    caller ??= prepareCalls({ hooks: env.hooks, trace: env.trace, outputBudget: Infinity, development: env.development, audience: "program" });
-    const outcome = await caller.forGuest(
+    const binary = this.handle.binaryResults && !this.approvals;
+    // The program, not the model, reads these results: the crossing limit bounds them, not the
+    // output budget, and the model's text of a tool with an output is never built. Made at the
+    // first call, so a bad option fails that call, as it always did.
+    this.caller ??= prepareCalls({ hooks: this.env.hooks, trace: this.env.trace, outputBudget: Infinity, development: this.env.development, audience: "program" });
+    const outcome = await this.caller.forGuest(
       tool,
       input,
       {
-        ctx: { signal: state.controller.signal, callId: `${runId}:${state.record.id}`, runId, depth: settings.depth, deadline: handle.deadline, idempotencyKey: `${originRunId}:${state.seq}`, ...(settings.taskId ? { taskId: settings.taskId } : {}) },
-        ...(approvals ? { approval: (request: ApprovalRequest) => gate(state, request) } : {}),
+        ctx: { signal: state.controller.signal, callId: `${runId}:${state.record.id}`, runId, depth: settings.depth, deadline: this.handle.deadline, idempotencyKey: `${this.originRunId}:${state.seq}`, ...(settings.taskId ? { taskId: settings.taskId } : {}) },
+        ...(this.approvals ? { approval: (request: ApprovalRequest) => this.gate(state, request) } : {}),
       },
       binary && !TASK_TOOLS.has(tool.name),
     );
-    if (TASK_TOOLS.has(tool.name)) noteStatuses(outcome.value());
+    if (TASK_TOOLS.has(tool.name)) this.noteStatuses(outcome.value());
     if (binary) {
       const encoded = outcome.encoded ?? encodeToolResult(outcome.value());
       if (encoded && encoded.jsonBytesAtMost <= limits.maxCrossingBytes) return encoded.bytes;
@@ -271,7 +374,8 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   }
 
   /** The last status seen of each task, from ptc_* results, for a run that ends while polling. */
-  function noteStatuses(value: unknown): void {
+  private noteStatuses(value: unknown): void {
+    const { taskStatuses } = this;
     const note = (record: unknown): void => {
       if (!record || typeof record !== "object") return;
       const { task_id: taskId, id, status } = record as Record<string, unknown>;
@@ -286,49 +390,51 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     if (Array.isArray(tasks)) for (const task of tasks.slice(0, TASK_STATUSES)) note(task);
   }
 
-  function finish(state: CallState, callId: number, ok: boolean, payload: unknown): void {
+  private finishCall(state: CallState, callId: number, ok: boolean, payload: unknown): void {
     if (state.finished) return;
     state.finished = true;
-    if (!state.parked) running--;
+    if (!state.parked) this.running--;
     state.record.durationMs = round(performance.now() - state.started);
     let json: string | Uint8Array;
     if (ok) {
       json = payload as string | Uint8Array;
     } else {
       const failure = toolRejection(payload);
-      state.record.status = ended ? "cancelled" : "error";
+      state.record.status = this.ended ? "cancelled" : "error";
       state.record.error = failure.message.length > ARGS_PREVIEW ? headChars(failure.message, ARGS_PREVIEW) + "…" : failure.message;
       json = JSON.stringify(failure);
     }
-    if (approvals && !ended && !state.parked) ledger.push({ seq: state.seq, path: state.record.tool, args: state.argsJson, ok, json: json as string, order: settledCount++, at: round(performance.now() - started) });
-    handle.settle(callId, ok, json);
-    startQueued();
-    checkQuiet();
+    if (this.approvals && !this.ended && !state.parked) {
+      this.ledger.push({ seq: state.seq, path: state.record.tool, args: state.argsJson, ok, json: json as string, order: this.settledCount++, at: round(performance.now() - this.started) });
+    }
+    this.handle.settle(callId, ok, json);
+    this.startQueued();
+    this.checkQuiet();
   }
 
-  function startQueued(): void {
-    while (running < limits.maxInFlight) {
-      const next = queue.shift();
+  private startQueued(): void {
+    while (this.running < this.limits.maxInFlight) {
+      const next = this.queue.shift();
       if (!next) return;
-      start(next, next.record.id);
+      this.start(next, next.record.id);
     }
   }
 
   /** Replayed results go back to the program in the order, and no earlier than the time, they first settled. */
-  function release(): void {
-    if (releaseTimer !== undefined || ended) return;
+  private release(): void {
+    if (this.releaseTimer !== undefined || this.ended) return;
     for (;;) {
-      const next = ready.get(nextRelease);
+      const next = this.ready.get(this.nextRelease);
       if (!next) return;
-      const wait = next.call.at - (performance.now() - started);
+      const wait = next.call.at - (performance.now() - this.started);
       if (wait > 1) {
-        releaseTimer = setTimeout(() => {
-          releaseTimer = undefined;
-          release();
+        this.releaseTimer = setTimeout(() => {
+          this.releaseTimer = undefined;
+          this.release();
         }, wait);
         return;
       }
-      ready.delete(nextRelease++);
+      this.ready.delete(this.nextRelease++);
       const { state, call } = next;
       state.finished = true;
       if (!call.ok) {
@@ -339,16 +445,16 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
           // A recorded failure is the host's own JSON.
         }
       }
-      ledger.push({ ...call, order: settledCount++, at: round(performance.now() - started) });
-      handle.settle(state.record.id, call.ok, call.json);
-      checkQuiet();
+      this.ledger.push({ ...call, order: this.settledCount++, at: round(performance.now() - this.started) });
+      this.handle.settle(state.record.id, call.ok, call.json);
+      this.checkQuiet();
     }
   }
 
   /** The resumed program left the recorded path: it stops before any host call runs. */
-  function diverge(message: string): void {
-    diverged ??= message;
-    handle.abort();
+  private diverge(message: string): void {
+    this.diverged ??= message;
+    this.handle.abort();
   }
 
   /**
@@ -356,47 +462,49 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
    * remembered approval) or a person asked now; otherwise the run is interrupted here. While it
    * is, every later call stops here too, unrun.
    */
-  async function gate(state: CallState, request: ApprovalRequest): Promise<ApprovalAnswer> {
+  private async gate(state: CallState, request: ApprovalRequest): Promise<ApprovalAnswer> {
+    const approvals = this.approvals!;
+    const { session } = this.settings;
     // Issued after the call the run stops for: it runs (or is decided again) when the program resumes.
-    const afterGate = interrupting && state.seq > firstGate!;
-    if (!request.required) return afterGate ? park(state) : "allow";
+    const afterGate = this.interrupting && state.seq > this.firstGate!;
+    if (!request.required) return afterGate ? this.park(state) : "allow";
     const entry = { approval_id: `call_${state.seq}`, tool: request.tool.id, input: request.input, digest: request.digest };
-    const answered = resume?.state.pending.find((p) => p.seq === state.seq && p.digest === request.digest);
-    const answer = answered ? resume!.answers.get(answered.approval_id) : undefined;
+    const answered = this.resume?.state.pending.find((p) => p.seq === state.seq && p.digest === request.digest);
+    const answer = answered ? this.resume!.answers.get(answered.approval_id) : undefined;
     if (answer) {
-      if (answer.remember) approvals!.remembered.remember({ session: settings.session, tool: entry.tool, digest: entry.digest, decision: answer.decision, input: entry.input });
-      if (afterGate) return park(state);
+      if (answer.remember) approvals.remembered.remember({ session, tool: entry.tool, digest: entry.digest, decision: answer.decision, input: entry.input });
+      if (afterGate) return this.park(state);
       return answer.decision === "allow" ? "allow" : { deny: denial(entry.tool, answer.reason) };
     }
-    const remembered = approvals!.remembered.match(settings.session, request.digest);
+    const remembered = approvals.remembered.match(session, request.digest);
     if (remembered) {
-      if (afterGate) return park(state);
+      if (afterGate) return this.park(state);
       return remembered.decision === "allow" ? "allow" : { deny: denial(entry.tool, "a decision remembered for this session") };
     }
-    if (approvals!.ask && !interrupting) {
-      const asked = await askPerson(entry, state.controller.signal);
+    if (approvals.ask && !this.interrupting) {
+      const asked = await this.askPerson(entry, state.controller.signal);
       if (asked) {
-        if (asked.remember) approvals!.remembered.remember({ session: settings.session, tool: entry.tool, digest: entry.digest, decision: asked.decision, input: entry.input });
+        if (asked.remember) approvals.remembered.remember({ session, tool: entry.tool, digest: entry.digest, decision: asked.decision, input: entry.input });
         return asked.decision === "allow" ? "allow" : { deny: denial(entry.tool, asked.reason) };
       }
     }
-    pending.push({ ...entry, seq: state.seq, path: state.record.tool });
+    this.pending.push({ ...entry, seq: state.seq, path: state.record.tool });
     state.record.awaitingApproval = entry.approval_id;
-    if (!interrupting) {
-      interrupting = true;
-      firstGate = state.seq;
-    } else if (state.seq < firstGate!) {
-      firstGate = state.seq;
+    if (!this.interrupting) {
+      this.interrupting = true;
+      this.firstGate = state.seq;
+    } else if (state.seq < this.firstGate!) {
+      this.firstGate = state.seq;
     }
-    return park(state);
+    return this.park(state);
   }
 
   /** A call stopped at the gate: its slot is freed, and it waits until the run ends (then it is cancelled, unrun). */
-  function park(state: CallState): Promise<ApprovalAnswer> {
+  private park(state: CallState): Promise<ApprovalAnswer> {
     state.parked = true;
-    running--;
-    startQueued();
-    checkQuiet();
+    this.running--;
+    this.startQueued();
+    this.checkQuiet();
     return new Promise((_, reject) => {
       const stop = () => reject(new ToolError("tool_aborted", `tools.${state.record.tool}() did not run: the program stopped to ask for an approval`));
       if (state.controller.signal.aborted) stop();
@@ -408,26 +516,24 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
    * Asks the person for calls that reached the gate together, in one question, and one question
    * at a time: calls that reach it while the person is being asked wait for the next one.
    */
-  let asking: { entries: PendingApproval[]; answers: Promise<Record<string, ApprovalAnswerInput> | undefined> } | undefined;
-  let asked: Promise<unknown> = Promise.resolve();
-  async function askPerson(entry: PendingApproval, signal: AbortSignal): Promise<{ decision: "allow" | "deny"; remember: boolean; reason?: string } | undefined> {
-    if (!asking) {
+  private async askPerson(entry: PendingApproval, signal: AbortSignal): Promise<Decision | undefined> {
+    if (!this.asking) {
       const batch: PendingApproval[] = [];
-      const answers = Promise.all([asked, new Promise<void>((resolve) => setImmediate(resolve))]).then(() => {
-        asking = undefined;
+      const answers = Promise.all([this.asked, new Promise<void>((resolve) => setImmediate(resolve))]).then(() => {
+        this.asking = undefined;
         // Once the run is stopping for another call, these wait for the continuation with it.
-        if (interrupting || ended) return undefined;
+        if (this.interrupting || this.ended) return undefined;
         // A person who has not answered when the run's deadline nears gets the continuation instead.
-        const left = limits.timeoutMs - (performance.now() - started) - ASK_MARGIN_MS;
+        const left = this.limits.timeoutMs - (performance.now() - this.started) - ASK_MARGIN_MS;
         let timer: ReturnType<typeof setTimeout> | undefined;
         const late = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, Math.max(0, left), undefined)));
-        return Promise.race([approvals!.ask!(batch, signal).catch(() => undefined), late]).finally(() => clearTimeout(timer));
+        return Promise.race([this.approvals!.ask!(batch, signal).catch(() => undefined), late]).finally(() => clearTimeout(timer));
       });
-      asking = { entries: batch, answers };
-      asked = answers.catch(() => undefined);
+      this.asking = { entries: batch, answers };
+      this.asked = answers.catch(() => undefined);
     }
-    asking.entries.push(entry);
-    const answers = await asking.answers;
+    this.asking.entries.push(entry);
+    const answers = await this.asking.answers;
     const answer = answers?.[entry.approval_id];
     if (answer === undefined) return undefined;
     if (answer === "allow" || answer === "deny") return { decision: answer, remember: false };
@@ -439,193 +545,186 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
    * have settled and the later ones are parked), and the program has had a turn to issue the rest
    * of a batch, the run stops.
    */
-  function checkQuiet(): void {
-    if (!interrupting || interrupted) return;
+  private checkQuiet(): void {
+    if (!this.interrupting || this.interrupted) return;
     // Recorded results still on their way back count too: stopping before them would lose them from the next ledger.
-    const quiet = () => running === 0 && queue.length === 0 && ready.size === 0;
+    const quiet = () => this.running === 0 && this.queue.length === 0 && this.ready.size === 0;
     if (!quiet()) return;
     setImmediate(() => {
-      if (interrupted || !quiet()) return;
-      interrupted = true;
-      handle.abort();
+      if (this.interrupted || !quiet()) return;
+      this.interrupted = true;
+      this.handle.abort();
     });
   }
 
-  const onAbort = () => handle.abort();
-  if (settings.signal) {
-    if (settings.signal.aborted) handle.abort();
-    else settings.signal.addEventListener("abort", onAbort, { once: true });
-  }
+  // ---- step 2: cancel what the program left running -------------------------------------------
 
-  let done: DoneMessage;
-  let diagnosis: Diagnosis = {};
-  /** The run's last output arrives with its result, after every flush before it. */
-  const takeOutput = (message: DoneMessage): DoneMessage => {
-    if (message.text || message.console) callbacks.onFlush(message.text ?? [], message.console ?? []);
-    return message;
-  };
-  try {
-    done = takeOutput(await handle.done);
-    // Compiling runs nothing, so a program QuickJS refused can be tried again as TypeScript.
-    if (done.error?.kind === "syntax" && !settings.signal?.aborted && analysable(code, done.error)) {
-      const stripped = await stripTypes(code).catch(() => undefined);
-      if (stripped?.unsupported) {
-        const { construct, line, column, fix } = stripped.unsupported;
-        source.typescript = true;
-        done = { ...done, error: { kind: "syntax", message: `TypeScript ${construct} is not supported: it needs generated code, and only types are stripped here`, line, column } };
-        diagnosis = { hint: fix };
-      } else if (stripped?.changed) {
-        source.typescript = true;
-        code = stripped.code;
-        handle = launch(code);
-        if (settings.signal?.aborted) handle.abort();
-        done = takeOutput(await handle.done);
-      }
+  /** Whatever the program left running is cancelled: its signal fires and the receipt says so. */
+  cancelLeftovers(): void {
+    this.ended = true;
+    if (this.releaseTimer !== undefined) clearTimeout(this.releaseTimer);
+    for (const state of this.calls.values()) {
+      if (state.finished) continue;
+      state.finished = true;
+      state.record.status = "cancelled";
+      state.record.durationMs = state.started ? round(performance.now() - state.started) : 0;
+      state.controller.abort(new Error("the program ended before this call finished"));
+      if (!(this.interrupted && state.parked)) this.cancelled.push(state);
     }
-  } catch (error) {
-    output.close();
-    throw error;
-  } finally {
-    settings.signal?.removeEventListener("abort", onAbort);
+    this.queue.length = 0;
   }
-  ended = true;
-  if (releaseTimer !== undefined) clearTimeout(releaseTimer);
 
-  // Whatever the program left running is cancelled: its signal fires and the receipt says so.
-  const cancelled: CallState[] = [];
-  for (const state of calls.values()) {
-    if (state.finished) continue;
-    state.finished = true;
-    state.record.status = "cancelled";
-    state.record.durationMs = state.started ? round(performance.now() - state.started) : 0;
-    state.controller.abort(new Error("the program ended before this call finished"));
-    if (!(interrupted && state.parked)) cancelled.push(state);
-  }
-  queue.length = 0;
+  // ---- step 3: a resumed program must have taken the recorded path ----------------------------
 
-  if (replayer && !diverged && liveCalls === 0 && !interrupted && !settings.signal?.aborted) {
-    const missing = replayer.missing();
-    if (missing.length > 0) diverged = `the resumed program ended without making call ${missing[0]!.seq} (tools.${missing[0]!.path}) that the run it continues made; a resumed program must take the same path up to the approval (no host call was run)`;
+  checkReplayed(): void {
+    const { replayer } = this;
+    if (replayer && !this.diverged && this.liveCalls === 0 && !this.interrupted && !this.settings.signal?.aborted) {
+      const missing = replayer.missing();
+      if (missing.length > 0) this.diverged = `the resumed program ended without making call ${missing[0]!.seq} (tools.${missing[0]!.path}) that the run it continues made; a resumed program must take the same path up to the approval (no host call was run)`;
+    }
+    if (this.diverged) {
+      this.output.close();
+      throw new ContinuationError("diverged", this.diverged);
+    }
   }
-  if (diverged) {
-    output.close();
-    throw new ContinuationError("diverged", diverged);
-  }
-  if (interrupted && done.error?.kind === "aborted" && !settings.signal?.aborted) {
-    output.close();
+
+  // ---- step 4: a run stopped for an approval becomes a continuation ---------------------------
+
+  /** The interrupted result, when the run stopped for an approval and can be resumed. */
+  suspend(): RunResult | undefined {
+    const { settings, approvals } = this;
+    if (!(this.interrupted && this.done.error?.kind === "aborted" && !settings.signal?.aborted)) return undefined;
+    this.output.close();
     const state: SuspendedRun = {
       v: 1,
       id: newContinuationId(),
-      run_id: originRunId,
+      run_id: this.originRunId,
       session: settings.session,
       code: settings.code,
       code_digest: codeDigest(settings.code),
-      seed,
-      clock: clock.pairs,
-      calls: ledger,
-      pending,
-      options: { limits, ...(settings.resultView ? { resultView: settings.resultView } : {}) },
+      seed: this.seed,
+      clock: this.clock.pairs,
+      calls: this.ledger,
+      pending: this.pending,
+      options: { limits: this.limits, ...(settings.resultView ? { resultView: settings.resultView } : {}) },
       created_at: Date.now(),
       expires_at: Date.now() + approvals!.vault.ttlMs,
     };
-    let continuation: string | undefined;
+    let continuation: string;
     try {
       continuation = approvals!.vault.seal(state);
     } catch (error) {
       if (!(error instanceof ContinuationError)) throw error;
-      done = { ...done, error: { kind: "exception", message: `the program stopped for an approval, but it cannot be resumed: ${error.message}` } };
+      this.done = { ...this.done, error: { kind: "exception", message: `the program stopped for an approval, but it cannot be resumed: ${error.message}` } };
+      return undefined;
     }
-    if (continuation !== undefined) {
-      const shown = pending.map(({ approval_id, tool, input, digest }) => ({ approval_id, tool, input, digest }));
-      return buildInterruptedResult(
-        { runId, durationMs: round(performance.now() - started), calls: records, callCount, callsOmitted: Math.max(0, callCount - records.length), console: consoleLines, warnings: [...done.warnings, ...warnings], source },
-        shown,
-        continuation,
-        approvals!.resumeHint(continuation, shown),
-      );
+    const shown = this.pending.map(({ approval_id, tool, input, digest }) => ({ approval_id, tool, input, digest }));
+    return buildInterruptedResult(
+      { ...this.receipt(), warnings: [...this.done.warnings, ...this.warnings], source: this.source },
+      shown,
+      continuation,
+      approvals!.resumeHint(continuation, shown),
+    );
+  }
+
+  // ---- step 5: promises the program dropped ---------------------------------------------------
+
+  /** Found by a parse only when a text check or a cancelled call says there may be some. */
+  async noteDroppedPromises(): Promise<void> {
+    const { code, cancelled, warnings, done } = this;
+    const floating = analysable(code, done.error) && (cancelled.length > 0 || mayDropPromises(code)) ? await floatingCalls(code, this.env.tools).catch(() => [] as Floating[]) : [];
+    const sites = new Map<string, Floating[]>();
+    for (const site of floating) if (site.kind === "tool") sites.set(site.callee, [...(sites.get(site.callee) ?? []), site]);
+    for (const state of cancelled) {
+      const site = sites.get(`tools.${state.record.tool}`);
+      const at = site?.length === 1 ? ` at line ${site[0]!.line}` : "";
+      // "Missing await" only fits a program that ended on its own; a stopped one was still waiting.
+      const why = done.ok ? ` — missing await?${at ? ` Write await tools.${state.record.tool}(…).` : ""}` : ` when the run stopped (${done.error?.kind ?? "error"})`;
+      warnings.push(`tools.${state.record.tool}(${state.record.args})${at} was still pending and was cancelled${why}`);
+    }
+    for (const site of floating) {
+      if (site.kind === "forEach") {
+        warnings.push(`${site.callee}(async …) at line ${site.line} does not wait for its callbacks: their tool calls are cancelled when the program ends and their errors are lost — write for (const item of …) { await … } or await Promise.all(items.map(async (item) => …))`);
+        continue;
+      }
+      if (site.kind === "combinator") {
+        warnings.push(`${site.callee}(…) at line ${site.line} is not awaited, so the program does not wait for it — write await ${site.callee}(…)`);
+        continue;
+      }
+      if (site.kind === "async") {
+        warnings.push(`${site.callee}() at line ${site.line} calls an async function without await, so the program does not wait for it: its errors are lost and its tool calls are cancelled when the program ends — write await ${site.callee}()`);
+        continue;
+      }
+      const path = site.callee.slice("tools.".length);
+      if (cancelled.some((state) => state.record.tool === path)) continue;
+      const failed = this.records.find((record) => record.tool === path && record.status === "error");
+      const outcome = failed ? `; it failed and nothing caught it: ${failed.error}` : "";
+      warnings.push(`${site.callee}(…) at line ${site.line} is neither awaited nor kept, so the program does not wait for it${outcome} — write await ${site.callee}(…)`);
     }
   }
 
-  // Promises the program dropped: found by a parse only when a text check or a cancelled call says there may be some.
-  const analysed = analysable(code, done.error);
-  const floating = analysed && (cancelled.length > 0 || mayDropPromises(code)) ? await floatingCalls(code, env.tools).catch(() => [] as Floating[]) : [];
-  const sites = new Map<string, Floating[]>();
-  for (const site of floating) if (site.kind === "tool") sites.set(site.callee, [...(sites.get(site.callee) ?? []), site]);
-  for (const state of cancelled) {
-    const site = sites.get(`tools.${state.record.tool}`);
-    const at = site?.length === 1 ? ` at line ${site[0]!.line}` : "";
-    // "Missing await" only fits a program that ended on its own; a stopped one was still waiting.
-    const why = done.ok ? ` — missing await?${at ? ` Write await tools.${state.record.tool}(…).` : ""}` : ` when the run stopped (${done.error?.kind ?? "error"})`;
-    warnings.push(`tools.${state.record.tool}(${state.record.args})${at} was still pending and was cancelled${why}`);
-  }
-  for (const site of floating) {
-    if (site.kind === "forEach") {
-      warnings.push(`${site.callee}(async …) at line ${site.line} does not wait for its callbacks: their tool calls are cancelled when the program ends and their errors are lost — write for (const item of …) { await … } or await Promise.all(items.map(async (item) => …))`);
-      continue;
+  // ---- step 6: the result ---------------------------------------------------------------------
+
+  async result(): Promise<RunResult> {
+    const { done } = this;
+    const value = this.returnValue();
+    let error = done.error && boundMessage(done.error);
+    if (error) {
+      if (this.diagnosis.hint === undefined && analysable(this.code, done.error)) this.diagnosis = await this.diagnose(error);
+      error = withDiagnosis(error, this.diagnosis);
     }
-    if (site.kind === "combinator") {
-      warnings.push(`${site.callee}(…) at line ${site.line} is not awaited, so the program does not wait for it — write await ${site.callee}(…)`);
-      continue;
-    }
-    if (site.kind === "async") {
-      warnings.push(`${site.callee}() at line ${site.line} calls an async function without await, so the program does not wait for it: its errors are lost and its tool calls are cancelled when the program ends — write await ${site.callee}()`);
-      continue;
-    }
-    const path = site.callee.slice("tools.".length);
-    if (cancelled.some((state) => state.record.tool === path)) continue;
-    const failed = records.find((record) => record.tool === path && record.status === "error");
-    const outcome = failed ? `; it failed and nothing caught it: ${failed.error}` : "";
-    warnings.push(`${site.callee}(…) at line ${site.line} is neither awaited nor kept, so the program does not wait for it${outcome} — write await ${site.callee}(…)`);
+    return buildRunResult({
+      ...this.receipt(),
+      ok: done.ok,
+      ...value,
+      error,
+      code: this.written,
+      source: this.source,
+      warnings: [...done.warnings, ...this.warnings],
+      output: this.output,
+      outputBudget: this.limits.outputBudget,
+    });
   }
 
-  let value: unknown;
-  let hasValue = false;
-  if (done.valueJson !== undefined) {
+  /** The program's return value, parsed; none when it is nested deeper than the host passes on. */
+  private returnValue(): { value: unknown; hasValue: boolean } {
+    const { valueJson } = this.done;
+    if (valueJson === undefined) return { value: undefined, hasValue: false };
     // A value nested deeper than the host can serialise would make run() (or whoever sends the
     // result on, such as the MCP server) throw a RangeError: it is dropped with a warning.
-    const depth = jsonDepth(done.valueJson, MAX_VALUE_DEPTH);
-    if (depth > MAX_VALUE_DEPTH) {
-      warnings.push(`the return value is nested more than ${MAX_VALUE_DEPTH} levels deep, past what the host passes on; it was dropped`);
-    } else {
-      value = JSON.parse(done.valueJson);
-      hasValue = true;
+    if (jsonDepth(valueJson, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
+      this.warnings.push(`the return value is nested more than ${MAX_VALUE_DEPTH} levels deep, past what the host passes on; it was dropped`);
+      return { value: undefined, hasValue: false };
     }
+    return { value: JSON.parse(valueJson), hasValue: true };
   }
-  let error = done.error && boundMessage(done.error);
-  if (error) {
-    if (diagnosis.hint === undefined && analysed) {
-      diagnosis = await diagnose({
-        code,
-        source: written,
-        error,
-        tools: env.tools,
-        resultView: settings.resultView,
-        timeoutMs: limits.timeoutMs,
-        maxToolCalls: limits.maxToolCalls,
-        callsByTool,
-        taskStatuses,
-        failedCalls: records.filter((record) => record.status === "error"),
-      });
-    }
-    error = withDiagnosis(error, diagnosis);
+
+  private diagnose(error: GuestError): Promise<Diagnosis> {
+    return diagnose({
+      code: this.code,
+      source: this.written,
+      error,
+      tools: this.env.tools,
+      resultView: this.settings.resultView,
+      timeoutMs: this.limits.timeoutMs,
+      maxToolCalls: this.limits.maxToolCalls,
+      callsByTool: this.callsByTool,
+      taskStatuses: this.taskStatuses,
+      failedCalls: this.records.filter((record) => record.status === "error"),
+    });
   }
-  return buildRunResult({
-    runId,
-    ok: done.ok,
-    value,
-    hasValue,
-    error,
-    code: written,
-    source,
-    durationMs: round(performance.now() - started),
-    calls: records,
-    callCount,
-    callsOmitted: Math.max(0, callCount - records.length),
-    console: consoleLines,
-    warnings: [...done.warnings, ...warnings],
-    output,
-    outputBudget: limits.outputBudget,
-  });
+
+  /** What every result of the run reports about it: its id, duration, calls and console. */
+  private receipt(): { runId: string; durationMs: number; calls: CallRecord[]; callCount: number; callsOmitted: number; console: ConsoleLine[] } {
+    return {
+      runId: this.runId,
+      durationMs: round(performance.now() - this.started),
+      calls: this.records,
+      callCount: this.callCount,
+      callsOmitted: Math.max(0, this.callCount - this.records.length),
+      console: this.consoleLines,
+    };
+  }
 }
 
 /**

@@ -10,7 +10,7 @@ import { compiledEntry, preludeSource } from "../package-files.js";
 import { compiledModule, moduleIfCompiled } from "./wasm-module.js";
 import { HostBridge, type BridgeMessage } from "./ring.js";
 import { formatSettle, parseBatch } from "./bridge-format.js";
-import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
+import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunMessage, RunRequest, WorkerToHost } from "./protocol.js";
 import type { MemoryLayout } from "./snapshot.js";
 
 /** Workers that may die before becoming ready, in a row, before queued runs are failed instead of retried. */
@@ -90,7 +90,8 @@ export interface RunHandle {
 }
 
 interface ActiveRun {
-  request: RunRequest;
+  /** The run as its worker got it: the caller's request with this run's abort number and deadline. */
+  request: RunMessage;
   callbacks: RunCallbacks;
   resolve(done: DoneMessage): void;
   hardStop?: ReturnType<typeof setTimeout>;
@@ -121,6 +122,8 @@ interface Waiting {
   resolve(done: DoneMessage): void;
   /** The worker the run was given, once it left the queue. */
   slot?: Slot;
+  /** What was sent to that worker (the request, stamped); set with `slot`. */
+  sent?: RunMessage;
   /** When it was queued (performance.now()): how long it may still wait for its own worker. */
   queuedAt: number;
 }
@@ -196,14 +199,14 @@ export class SandboxEngine {
         return slot?.binaryResults === true && !slot.exited;
       },
       get deadline() {
-        return waiting.slot ? request.deadline : undefined;
+        return waiting.sent?.deadline;
       },
       settle: (callId, ok, json) => {
-        const slot = waiting.slot;
-        if (!slot || slot.active?.request !== request || slot.active.finished) return;
+        const { slot, sent } = waiting;
+        if (!slot || !sent || slot.active?.request !== sent || slot.active.finished) return;
         if (slot.exited) return;
         if (slot.settles.length === 0) queueMicrotask(() => this.sendSettles(slot));
-        slot.settles.push(formatSettle(request.abortSeq, callId, ok, json));
+        slot.settles.push(formatSettle(sent.abortSeq, callId, ok, json));
       },
       abort: () => {
         const slot = waiting.slot;
@@ -214,12 +217,13 @@ export class SandboxEngine {
           return;
         }
         const active = slot.active;
-        if (!active || active.request !== request || active.finished) return;
+        if (!active || active.request !== waiting.sent || active.finished) return;
+        const { abortSeq } = active.request;
         active.stopKind ??= "aborted";
         // The word names the run to stop, so no reset is needed and a late abort cannot hit the next run.
-        Atomics.store(slot.abortView, 0, request.abortSeq);
+        Atomics.store(slot.abortView, 0, abortSeq);
         // Wakes a worker asleep in Atomics.wait; the message reaches one between runs' steps.
-        if (!slot.exited) slot.bridge.abort(request.abortSeq);
+        if (!slot.exited) slot.bridge.abort(abortSeq);
         this.send(slot, { type: "abort", runId: request.runId });
         this.armHardStop(slot, active, HARD_STOP_GRACE_MS);
       },
@@ -445,14 +449,13 @@ export class SandboxEngine {
       this.queue.splice(index, 1);
       clearTimeout(slot.idleTimer);
       slot.idleTimer = undefined;
-      const active: ActiveRun = { request: next.request, callbacks: next.callbacks, resolve: next.resolve, finished: false };
+      // The clock starts when the program can start, not while it waited for a worker.
+      const sent: RunMessage = { ...next.request, type: "run", abortSeq: ++this.abortSeq, deadline: Date.now() + next.request.limits.timeoutMs };
+      const active: ActiveRun = { request: sent, callbacks: next.callbacks, resolve: next.resolve, finished: false };
       slot.active = active;
       next.slot = slot;
-      active.request.abortSeq = ++this.abortSeq;
-      // The clock starts when the program can start, not while it waited for a worker.
-      const now = Date.now();
-      active.request.deadline = now + active.request.limits.timeoutMs;
-      this.send(slot, active.request);
+      next.sent = sent;
+      this.send(slot, sent);
       this.armHardStop(slot, active, active.request.limits.timeoutMs + HARD_STOP_GRACE_MS);
     }
     if (waitUntil !== Infinity) {

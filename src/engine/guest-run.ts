@@ -4,19 +4,20 @@
 // The loop never awaits the program's own promise through the guest's `Promise` (a program may
 // replace it): it pumps jobs, reads the promise state directly and, when nothing is runnable,
 // waits for the next host event — a tool result, a timer, an abort or the deadline.
-import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
+//
+// Handles: every QuickJS handle a step creates is consumed (Lifetime.consume) or managed by a
+// Scope within that step; the only ones that outlive a step are the deferred promises of tool
+// calls and timers, owned by the two PendingPromises tables below (guest-promises.ts).
+import { Scope, type QuickJSContext, type QuickJSDeferredPromise, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten";
 import type { WasmInstance } from "./wasm-instance.js";
 import { newGuestString } from "./fast-string.js";
 import { decodeInGuest } from "./bjson.js";
 import { freshVm, type GuestVm, type HostDispatch } from "./guest-vm.js";
-import { formatBytes } from "../text.js";
-import { closestNames } from "../tools/identifiers.js";
-import type { ConsoleLine, DoneMessage, ErrorKind, GuestError, RunRequest, SettleMessage, Stall, WorkerToHost } from "./protocol.js";
+import { PendingPromises, rejectReturned, settleOwned } from "./guest-promises.js";
+import { describeHostError, parseThrown, PROGRAM_FILE, stopError, thrownError, uncaughtWarning, unknownToolMessage, wrapProgram, type StopReason, type ThrownInfo } from "./guest-errors.js";
+import { formatBytes, headChars } from "../text.js";
+import { RESULT_TAG, type ConsoleLine, type DoneMessage, type GuestError, type HostOp, type RunMessage, type SettleMessage, type Stall, type WorkerToHost } from "./protocol.js";
 
-/** The program is wrapped so that top-level `await` and `return` work; kept on line 1 so line numbers match. */
-const PROGRAM_PREFIX = "(async () => {";
-const PROGRAM_SUFFIX = "\n})()";
-const PROGRAM_FILE = "program.js";
 /** Output is handed to the host in batches so a flood of tiny `text()` calls is not a flood of messages. */
 const FLUSH_BYTES = 256 * 1024;
 const CONSOLE_LINES = 500;
@@ -24,7 +25,9 @@ const CONSOLE_LINE_CHARS = 2_000;
 /** setTimeout callbacks whose exceptions are reported one by one; the rest are counted. */
 const UNCAUGHT_REPORTED = 5;
 
-type StopReason = "timeout" | "aborted" | "call_limit" | "deadlock";
+interface ToolCall {
+  deferred: QuickJSDeferredPromise;
+}
 
 interface Timer {
   /** performance.now() time at which it fires. */
@@ -79,8 +82,13 @@ export class GuestRun {
   private stopReason: StopReason | undefined;
   private nextCallId = 1;
   private callCount = 0;
-  private readonly inflight = new Map<number, QuickJSDeferredPromise>();
-  private readonly timers = new Map<number, Timer>();
+  /** Tool calls sent to the host and not settled, by call id. Added by startCall only; removed by settle and release. */
+  private readonly inflight = new PendingPromises<ToolCall>();
+  /**
+   * Pending sleeps and setTimeouts, by the guest's timer id (internal sleeps: negative ids).
+   * Added by startTimer only; removed by fireDueTimers, clearTimer and release.
+   */
+  private readonly timers = new PendingPromises<Timer>();
   private nextInternalTimer = -1;
   private readonly store: Map<string, string>;
   private readonly heapExhaustedAtStart: number;
@@ -110,7 +118,7 @@ export class GuestRun {
 
   constructor(
     private readonly instance: WasmInstance,
-    private readonly request: RunRequest,
+    private readonly request: RunMessage,
     prelude: string,
     private readonly abortFlag: Int32Array,
     private readonly post: (message: WorkerToHost) => void,
@@ -139,35 +147,26 @@ export class GuestRun {
 
   /** A tool result from the host. Late results (after the run ended) are ignored. */
   settle(message: Pick<SettleMessage, "callId" | "ok" | "json">): void {
-    const deferred = this.inflight.get(message.callId);
-    if (!deferred) return;
-    this.inflight.delete(message.callId);
+    const call = this.inflight.take(message.callId);
+    if (!call) return;
+    const [how, value] = this.toolOutcome(message);
+    settleOwned(call.deferred, how, value);
+  }
+
+  /** What a tool call's promise settles with, as a new handle the caller owns. */
+  private toolOutcome(message: Pick<SettleMessage, "ok" | "json">): ["resolve" | "reject", QuickJSHandle] {
+    const { context } = this;
     if (typeof message.json !== "string") {
       // Already a value ([result]: see the prelude), decoded from QuickJS's own format.
-      const decoded = decodeInGuest(this.context, message.json);
-      if ("value" in decoded) {
-        deferred.resolve(decoded.value);
-        decoded.value.dispose();
-      } else if ("error" in decoded) {
-        deferred.reject(decoded.error);
-        decoded.error.dispose();
-      } else {
-        const error = this.context.newError({ name: "InternalError", message: "out of memory" });
-        deferred.reject(error);
-        error.dispose();
-      }
-    } else if (message.ok) {
-      // The prelude parses it with its pristine JSON.parse.
-      const json = newGuestString(this.context, message.json);
-      deferred.resolve(json);
-      json.dispose();
-    } else {
-      // No stack yet: QuickJS gives it the frame of the program's await that first throws it.
-      const error = this.newGuestError(JSON.parse(message.json));
-      deferred.reject(error);
-      error.dispose();
+      const decoded = decodeInGuest(context, message.json);
+      if ("value" in decoded) return ["resolve", decoded.value];
+      if ("error" in decoded) return ["reject", decoded.error];
+      return ["reject", context.newError({ name: "InternalError", message: "out of memory" })];
     }
-    deferred.dispose();
+    // The prelude parses it with its pristine JSON.parse.
+    if (message.ok) return ["resolve", newGuestString(context, message.json)];
+    // No stack yet: QuickJS gives it the frame of the program's await that first throws it.
+    return ["reject", this.newGuestError(JSON.parse(message.json))];
   }
 
   /** An Error the program can catch: name, message, and the machine-readable code and reason. */
@@ -181,10 +180,7 @@ export class GuestRun {
       ...Object.entries(payload.fields ?? {}),
     ];
     for (const [key, value] of properties) {
-      if (value === undefined) continue;
-      const handle = this.guestString(value);
-      context.setProp(error, key, handle);
-      handle.dispose();
+      if (value !== undefined) this.guestString(value).consume((handle) => context.setProp(error, key, handle));
     }
     return error;
   }
@@ -195,10 +191,9 @@ export class GuestRun {
    */
   private guestString(value: string): QuickJSHandle {
     const { context } = this;
-    if (!value.includes("\0") || !this.fromJson?.alive) return context.newString(value);
-    const json = context.newString(JSON.stringify(value));
-    const result = context.callFunction(this.fromJson, context.undefined, json);
-    json.dispose();
+    const fromJson = this.fromJson;
+    if (!value.includes("\0") || !fromJson?.alive) return context.newString(value);
+    const result = context.newString(JSON.stringify(value)).consume((json) => context.callFunction(fromJson, context.undefined, json));
     if (result.error) {
       result.error.dispose();
       return context.newString(value);
@@ -231,7 +226,7 @@ export class GuestRun {
       if (request.randomSeed !== undefined && !vm.seedRandom(BigInt(request.randomSeed))) {
         this.warnings.push("randomSeed was not applied: this build's Math.random state could not be located");
       }
-      outcome = await this.runProgram(vm);
+      outcome = this.runProgram(vm);
     } catch (error) {
       // Anything thrown by the engine itself (not by the guest) means the instance trapped.
       discarded = true;
@@ -266,45 +261,37 @@ export class GuestRun {
     return false;
   }
 
-  private async runProgram(vm: GuestVm): Promise<Pick<DoneMessage, "ok" | "valueJson" | "error">> {
+  private runProgram(vm: GuestVm): Pick<DoneMessage, "ok" | "valueJson" | "error"> {
     const { context, runtime, request } = this;
     const { result: serialise, error: describe, install } = vm.handles;
     this.fromJson = vm.handles.fromJson;
-    const config = newGuestString(context, JSON.stringify({ tools: request.tools, globals: request.globals, determinism: request.determinism }));
-    const installed = context.callFunction(install, context.undefined, config);
-    config.dispose();
-    if (installed.error) {
-      const description = context.dump(installed.error);
-      installed.error.dispose();
-      throw new Error(`the guest prelude failed to start: ${JSON.stringify(description)}`);
-    }
-    installed.value.dispose();
+    const config = JSON.stringify({ tools: request.tools, globals: request.globals, determinism: request.determinism });
+    Scope.withScope((scope) => {
+      const installed = scope.manage(newGuestString(context, config).consume((json) => context.callFunction(install, context.undefined, json)));
+      if (installed.error) throw new Error(`the guest prelude failed to start: ${JSON.stringify(context.dump(installed.error))}`);
+    });
     // Only the user's program is interruptible: the prelude is ours, short, and must finish.
     runtime.setInterruptHandler(() => this.shouldInterrupt());
-    {
-      if (this.shouldInterrupt()) return { ok: false, error: this.stopError() };
-      this.runningSince = performance.now();
-      const evaluated = context.evalCode(PROGRAM_PREFIX + request.code + PROGRAM_SUFFIX, PROGRAM_FILE, { type: "global" });
-      if (evaluated.error) {
-        // Only a failure to compile is a syntax error: the body of the async wrapper runs later.
-        const error = this.describeError(describe, evaluated.error, true);
-        evaluated.error.dispose();
-        if (this.stopReason) return { ok: false, error: this.stopError() };
-        return { ok: false, error };
-      }
-      const program = evaluated.value;
+    if (this.shouldInterrupt()) return { ok: false, error: this.stopError() };
+    this.runningSince = performance.now();
+    const evaluated = context.evalCode(wrapProgram(request.code), PROGRAM_FILE, { type: "global" });
+    if (evaluated.error) {
+      // Only a failure to compile is a syntax error: the body of the async wrapper runs later.
+      const error = evaluated.error.consume((thrown) => this.describeError(describe, thrown, true));
+      return this.stopReason ? { ok: false, error: this.stopError() } : { ok: false, error };
+    }
+    return evaluated.value.consume((program) => {
       this.program = program;
       try {
-        return await this.drive(program, serialise, describe);
+        return this.drive(program, serialise, describe);
       } finally {
         this.program = undefined;
-        program.dispose();
       }
-    }
+    });
   }
 
   /** Pump jobs until the program settles, waiting for host events whenever nothing is runnable. */
-  private async drive(program: QuickJSHandle, serialise: QuickJSHandle, describe: QuickJSHandle): Promise<Pick<DoneMessage, "ok" | "valueJson" | "error">> {
+  private drive(program: QuickJSHandle, serialise: QuickJSHandle, describe: QuickJSHandle): Pick<DoneMessage, "ok" | "valueJson" | "error"> {
     const { context, runtime, link } = this;
     // The deadline on the monotonic clock the waits use; reaching it while waiting is the timeout
     // (the interrupt handler covers running bytecode).
@@ -315,27 +302,18 @@ export class GuestRun {
       const jobs = runtime.executePendingJobs();
       if (jobs.error) {
         // A job that throws past the promise machinery is an interrupt or an engine-level error.
-        const error = this.describeError(describe, jobs.error);
-        jobs.error.dispose();
+        const error = jobs.error.consume((thrown) => this.describeError(describe, thrown));
         if (this.stopReason) return { ok: false, error: this.stopError() };
         if (error.kind === "memory" || error.kind === "stack") return { ok: false, error };
         this.warnings.push(`a promise job failed: ${error.message}`);
       }
       const state = context.getPromiseState(program);
       if (state.type === "fulfilled") {
-        const valueHandle = state.value;
-        try {
-          if (this.stopReason) return { ok: false, error: this.stopError() };
-          return this.readValue(serialise, describe, valueHandle);
-        } finally {
-          valueHandle.dispose();
-        }
+        return state.value.consume((value) => (this.stopReason ? { ok: false, error: this.stopError() } : this.readValue(serialise, describe, value)));
       }
       if (state.type === "rejected") {
-        const error = this.describeError(describe, state.error);
-        state.error.dispose();
-        if (this.stopReason) return { ok: false, error: this.stopError() };
-        return { ok: false, error };
+        const error = state.error.consume((thrown) => this.describeError(describe, thrown));
+        return this.stopReason ? { ok: false, error: this.stopError() } : { ok: false, error };
       }
       if (runtime.hasPendingJob()) continue;
       if (this.inflight.size === 0 && this.timers.size === 0) {
@@ -372,7 +350,7 @@ export class GuestRun {
 
   private nextTimerDue(): number {
     let next = Infinity;
-    for (const timer of this.timers.values()) if (timer.due < next) next = timer.due;
+    for (const [, timer] of this.timers.entriesView()) if (timer.due < next) next = timer.due;
     return next;
   }
 
@@ -381,14 +359,10 @@ export class GuestRun {
     if (this.timers.size === 0) return false;
     const now = performance.now();
     const due: Array<[number, Timer]> = [];
-    for (const entry of this.timers) if (entry[1].due <= now) due.push(entry);
+    for (const entry of this.timers.entriesView()) if (entry[1].due <= now) due.push(entry);
     if (due.length === 0) return false;
     due.sort(([, a], [, b]) => a.due - b.due || a.order - b.order);
-    for (const [key, timer] of due) {
-      this.timers.delete(key);
-      timer.deferred.resolve();
-      timer.deferred.dispose();
-    }
+    for (const [key] of due) settleOwned(this.timers.take(key)!.deferred, "resolve");
     return true;
   }
 
@@ -396,20 +370,17 @@ export class GuestRun {
     const { context } = this;
     const result = context.callFunction(serialise, context.undefined, valueHandle);
     if (result.error) {
-      const error = this.describeError(describe, result.error);
-      result.error.dispose();
-      if (this.stopReason) return { ok: false, error: this.stopError() };
-      return { ok: false, error };
+      const error = result.error.consume((thrown) => this.describeError(describe, thrown));
+      return this.stopReason ? { ok: false, error: this.stopError() } : { ok: false, error };
     }
-    const tagged = context.typeof(result.value) === "string" ? context.getString(result.value) : undefined;
-    result.value.dispose();
+    const tagged = result.value.consume((value) => (context.typeof(value) === "string" ? context.getString(value) : undefined));
     if (this.stopReason) return { ok: false, error: this.stopError() };
     if (tagged === undefined) return { ok: true };
-    if (tagged.startsWith("!")) {
-      this.warnings.push(tagged.slice(1));
+    if (tagged.startsWith(RESULT_TAG.notJson)) {
+      this.warnings.push(tagged.slice(RESULT_TAG.notJson.length));
       return { ok: true };
     }
-    const json = tagged.slice(1);
+    const json = tagged.slice(RESULT_TAG.value.length);
     if (Buffer.byteLength(json) > this.request.limits.maxCrossingBytes) {
       this.warnings.push(`the return value is ${formatBytes(Buffer.byteLength(json))} of JSON, over the ${formatBytes(this.request.limits.maxCrossingBytes)} limit for one value crossing the sandbox wall; it was dropped`);
       return { ok: true };
@@ -417,14 +388,9 @@ export class GuestRun {
     return { ok: true, valueJson: json };
   }
 
-  /**
-   * The error of a stopped run. (No line: QuickJS's interrupt error names the start of the
-   * interrupted frame, not where it was, which would point a model at the wrong line.)
-   */
+  /** The error of a stopped run (guest-errors.ts), with how it spent its last stretch. */
   private stopError(): GuestError {
-    const error = this.stopMessage();
-    if (this.stopReason === "timeout") error.stall = this.stall();
-    return error;
+    return stopError(this.stopReason, this.request.limits, this.stall());
   }
 
   private stall(): Stall {
@@ -436,56 +402,19 @@ export class GuestRun {
     };
   }
 
-  private stopMessage(): GuestError {
-    const limits = this.request.limits;
-    switch (this.stopReason) {
-      case "aborted":
-        return { kind: "aborted", message: "the run was aborted by the host" };
-      case "call_limit":
-        return { kind: "call_limit", message: `the program made more than ${limits.maxToolCalls} tool calls (the per-run limit)` };
-      case "deadlock":
-        return {
-          kind: "timeout",
-          message: "the program is waiting for a promise that nothing can settle (no tool call, timer or job is pending)",
-        };
-      default:
-        return { kind: "timeout", message: `the program ran past its ${limits.timeoutMs} ms deadline` };
-    }
-  }
-
   /** Turn a thrown guest value into a GuestError, reading it through the prelude (never a naive dump). */
   private describeError(describe: QuickJSHandle, thrown: QuickJSHandle, compiling = false): GuestError {
     const { context } = this;
-    let info: { name?: string; message?: string; stack?: string; thrown?: boolean } = {};
+    let info: ThrownInfo;
     const described = context.callFunction(describe, context.undefined, thrown);
     if (described.error) {
       // Describing failed (typically out of memory, or the deadline hit during conversion).
-      const inner = context.typeof(described.error) === "object" ? safeDump(context, described.error) : undefined;
-      described.error.dispose();
+      const inner = described.error.consume((error) => (context.typeof(error) === "object" ? safeDump(context, error) : undefined));
       info = { name: inner?.name, message: inner?.message ?? "the thrown value could not be read" };
     } else {
-      try {
-        info = JSON.parse(context.getString(described.value));
-      } catch {
-        info = { message: "the thrown value could not be read" };
-      }
-      described.value.dispose();
+      info = described.value.consume((value) => parseThrown(context.getString(value)));
     }
-    const name = info.name;
-    const message = info.message ?? "";
-    // Out of memory, QuickJS may fail to build even its error object and throw null instead.
-    if (info.thrown && message === "null" && this.nearMemoryLimit()) {
-      return { kind: "memory", message: `out of memory: the program reached its ${formatBytes(this.request.limits.memoryBytes)} memory limit` };
-    }
-    const kind = classify(name, message, compiling);
-    const error: GuestError = { kind, message: name && !info.thrown ? `${name}: ${message}` : message };
-    if (name) error.name = name;
-    const position = userPosition(info.stack);
-    if (position) {
-      error.line = position.line;
-      error.column = position.column;
-    }
-    return error;
+    return thrownError(info, compiling, this.nearMemoryLimit(), this.request.limits);
   }
 
   /**
@@ -501,7 +430,8 @@ export class GuestRun {
 
   private hostCall(args: QuickJSHandle[]): QuickJSHandle | undefined {
     const { context } = this;
-    const op = context.getString(args[0]);
+    // Every operation sandbox/prelude.js sends (protocol.ts HOST_OPS): the compiler holds this switch to that list.
+    const op = context.getString(args[0]) as HostOp;
     switch (op) {
       case "call":
         return this.startCall(context.getString(args[1]), context.getString(args[2]));
@@ -537,8 +467,10 @@ export class GuestRun {
       case "uncaught":
         this.uncaught(context.getString(args[1]));
         return undefined;
-      default:
-        throw new TypeError(`unknown host operation ${JSON.stringify(op)}`);
+      default: {
+        const unknown: never = op;
+        throw new TypeError(`unknown host operation ${JSON.stringify(unknown)}`);
+      }
     }
   }
 
@@ -568,7 +500,7 @@ export class GuestRun {
       return deferred.handle;
     }
     const callId = this.nextCallId++;
-    this.inflight.set(callId, deferred);
+    this.inflight.add(callId, { deferred });
     // Output produced before the call is flushed first so the host sees events in program order.
     this.flush();
     this.post({ type: "call", runId: this.request.runId, callId, path, args });
@@ -592,9 +524,7 @@ export class GuestRun {
 
   /** Reject at once; the promise handle is returned to the guest, which takes ownership of it. */
   private rejectNow(deferred: QuickJSDeferredPromise, payload: { name: string; code: string; message: string }): void {
-    const value = this.newGuestError(payload);
-    deferred.reject(value);
-    value.dispose();
+    rejectReturned(deferred, this.newGuestError(payload));
   }
 
   /** What is left of the run's limits, as `budget()` returns it. */
@@ -609,16 +539,13 @@ export class GuestRun {
 
   /** An exception nothing could catch (a setTimeout callback's): reported, the run goes on. */
   private uncaught(json: string): void {
-    let info: { name?: string; message?: string; stack?: string; thrown?: boolean };
+    let info: ThrownInfo;
     try {
       info = JSON.parse(json);
     } catch {
       info = { message: "an exception that could not be read" };
     }
-    const position = userPosition(info.stack);
-    const what = info.name && !info.thrown ? `${info.name}: ${info.message ?? ""}` : (info.message ?? "");
-    const at = position ? ` (line ${position.line}, column ${position.column})` : "";
-    if (this.uncaughtCount++ < UNCAUGHT_REPORTED) this.warnings.push(`a setTimeout callback threw and nothing caught it${at}: ${what.length > CONSOLE_LINE_CHARS ? what.slice(0, CONSOLE_LINE_CHARS) + "…" : what}`);
+    if (this.uncaughtCount++ < UNCAUGHT_REPORTED) this.warnings.push(uncaughtWarning(info, CONSOLE_LINE_CHARS));
     else if (this.uncaughtCount === UNCAUGHT_REPORTED + 1) this.warnings.push(`more setTimeout callbacks threw; only the first ${UNCAUGHT_REPORTED} are reported`);
   }
 
@@ -636,7 +563,7 @@ export class GuestRun {
       return;
     }
     this.consoleLines++;
-    this.pendingConsole.push({ level, text: text.length > CONSOLE_LINE_CHARS ? text.slice(0, CONSOLE_LINE_CHARS).replace(/[\ud800-\udbff]$/, "") + "…" : text });
+    this.pendingConsole.push({ level, text: text.length > CONSOLE_LINE_CHARS ? headChars(text, CONSOLE_LINE_CHARS) + "…" : text });
   }
 
   private storeValue(key: string, json: string | undefined): string | undefined {
@@ -672,23 +599,19 @@ export class GuestRun {
     if (full && guestId > 0) throw new RangeError(`setTimeout(): too many pending timers (limit ${this.request.limits.maxTimers} per run)`);
     const deferred = this.context.newPromise();
     if (full) {
-      const error = this.context.newError({ name: "RangeError", message: `too many pending timers (limit ${this.request.limits.maxTimers} per run)` });
-      deferred.reject(error);
-      error.dispose();
+      rejectReturned(deferred, this.context.newError({ name: "RangeError", message: `too many pending timers (limit ${this.request.limits.maxTimers} per run)` }));
       return deferred.handle;
     }
     const key = guestId > 0 ? guestId : this.nextInternalTimer--;
     // The run's loop fires it (it sleeps no longer than the next timer); at least 1 ms, as Node's.
     const due = performance.now() + Math.max(1, Math.min(delay, 2 ** 31 - 1));
-    this.timers.set(key, { due, order: this.nextTimerOrder++, deferred });
+    this.timers.add(key, { due, order: this.nextTimerOrder++, deferred });
     return deferred.handle;
   }
 
+  /** A cleared timer: its promise never settles (the prelude no longer waits for it). */
   private clearTimer(guestId: number): void {
-    const timer = this.timers.get(guestId);
-    if (!timer) return;
-    timer.deferred.dispose();
-    this.timers.delete(guestId);
+    this.timers.drop(guestId);
   }
 
   private flush(): void {
@@ -712,10 +635,8 @@ export class GuestRun {
   }
 
   private release(): boolean {
-    for (const timer of this.timers.values()) safely(() => timer.deferred.dispose());
-    this.timers.clear();
-    for (const deferred of this.inflight.values()) safely(() => deferred.dispose());
-    this.inflight.clear();
+    this.timers.releaseAll();
+    this.inflight.releaseAll();
     this.stopReason ??= "aborted";
     this.source.dispatch.current = undefined;
     const vm = this.vm;
@@ -726,76 +647,13 @@ export class GuestRun {
   }
 }
 
-/** "tools.x is not a tool", with the closest names a model most likely meant. */
-/** Longest unknown tool name that is matched against the real names and shown whole. */
-const UNKNOWN_NAME_CHARS = 200;
-
-function unknownToolMessage(paths: readonly string[], prefix: string, key: string, unavailable?: Record<string, string>): string {
-  if (prefix === "" && unavailable !== undefined && Object.hasOwn(unavailable, key)) return `tools.${key} is not available: ${unavailable[key]}`;
-  const names = new Set<string>();
-  for (const path of paths) {
-    const dot = path.indexOf(".");
-    if (prefix === "") names.add(dot < 0 ? path : path.slice(0, dot));
-    else if (dot >= 0 && path.slice(0, dot) === prefix) names.add(path.slice(dot + 1));
-  }
-  const where = prefix ? `tools.${prefix}` : "tools";
-  const known = [...names];
-  // Edit distance is quadratic: a name far longer than any tool's (tools["x".repeat(1e7)]) ran the
-  // worker past its deadline into a hard stop. Such a name is no typo; show its start only.
-  const typo = key.length <= UNKNOWN_NAME_CHARS;
-  const suggestions = typo ? closestNames(key, known) : [];
-  const hint = suggestions.length ? ` Did you mean ${suggestions.map((name) => `${where}.${name}`).join(", ")}?` : "";
-  const list = known.length ? ` Available: ${known.slice(0, 40).join(", ")}${known.length > 40 ? ", …" : ""}.` : " No tools are bound.";
-  const shown = typo ? key : `${key.slice(0, UNKNOWN_NAME_CHARS)}… (${key.length} characters)`;
-  return `${where}.${shown} is not a tool.${hint}${list}`;
-}
-
-function safely(action: () => void): boolean {
-  try {
-    action();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
+/** An error's name and message where they are strings; undefined when even reading them fails (out of memory). */
 function safeDump(context: QuickJSContext, handle: QuickJSHandle): { name?: string; message?: string } | undefined {
+  const read = (key: string): string | undefined =>
+    context.getProp(handle, key).consume((value) => (context.typeof(value) === "string" ? context.getString(value) : undefined));
   try {
-    const name = context.getProp(handle, "name");
-    const message = context.getProp(handle, "message");
-    const result = {
-      name: context.typeof(name) === "string" ? context.getString(name) : undefined,
-      message: context.typeof(message) === "string" ? context.getString(message) : undefined,
-    };
-    name.dispose();
-    message.dispose();
-    return result;
+    return { name: read("name"), message: read("message") };
   } catch {
     return undefined;
   }
-}
-
-function classify(name: string | undefined, message: string, compiling: boolean): ErrorKind {
-  // A SyntaxError thrown while running (JSON.parse, new Function) is the program's exception.
-  if (name === "SyntaxError" && compiling) return "syntax";
-  // QuickJS refuses strings and arrays past its size limits before memory runs out: the same failure to a program.
-  if (/out of memory|string too long|array too long/i.test(message) && name !== "TypeError") return "memory";
-  if ((name === "InternalError" || name === "RangeError") && /stack overflow|call stack/i.test(message)) return "stack";
-  return "exception";
-}
-
-/** The first stack frame in the user's program, with line 1's column corrected for the wrapper. */
-function userPosition(stack: string | undefined): { line: number; column: number } | undefined {
-  if (!stack) return undefined;
-  const match = /program\.js:(\d+)(?::(\d+))?/.exec(stack);
-  if (!match) return undefined;
-  const line = Number(match[1]);
-  let column = match[2] === undefined ? 1 : Number(match[2]);
-  if (line === 1) column = Math.max(1, column - PROGRAM_PREFIX.length);
-  return { line, column };
-}
-
-function describeHostError(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
 }

@@ -5,6 +5,24 @@ import type { MemoryLayout } from "./snapshot.js";
 export const ERROR_KINDS = ["syntax", "exception", "timeout", "memory", "stack", "call_limit", "aborted", "sandbox"] as const;
 export type ErrorKind = (typeof ERROR_KINDS)[number];
 
+// ---- the guest bridge -------------------------------------------------------------------------
+// sandbox/prelude.js (plain JavaScript inside the sandbox) spells these as literals; its header
+// points here, and test/engine/protocol.test.ts checks that the two agree.
+
+/** Every operation the prelude asks of the host through `__codemode_host(op, …)`; guest-run.ts `hostCall` handles each. */
+export const HOST_OPS = ["call", "text", "console", "store", "load", "sleep", "clearTimer", "unknownTool", "reentrant", "budget", "uncaught"] as const;
+export type HostOp = (typeof HOST_OPS)[number];
+
+/** How the prelude's `result()` tags the program's value: `value` + its JSON, or `notJson` + why it has none. */
+export const RESULT_TAG = { value: "=", notJson: "!" } as const;
+
+/**
+ * Clock readings of a replayable run travel in front of a tool call's arguments:
+ * CLOCK_MARK + JSON of the readings + CLOCK_MARK + the arguments' JSON (codemode/ledger.ts
+ * splits them). JSON text never starts with it.
+ */
+export const CLOCK_MARK = "~";
+
 /** Limits one run is held to, already validated and merged with the defaults. */
 export interface RunLimits {
   timeoutMs: number;
@@ -20,17 +38,13 @@ export interface RunLimits {
   outputBytes?: number;
 }
 
+/** A program to run, as a caller hands it to `SandboxEngine.run`. */
 export interface RunRequest {
-  type: "run";
   runId: string;
-  /** This run's number on its worker's abort word: the host aborts a run by storing it there. */
-  abortSeq: number;
   code: string;
   /** Isolation key: runs with different keys never share a WASM instance. */
   session: string;
   limits: RunLimits;
-  /** Epoch milliseconds after which the run is a timeout. */
-  deadline: number;
   /** Tool paths as the guest reaches them: "name" or "namespace.name". */
   tools: string[];
   /** Names that are not bound, with why (an MCP server that failed to start): reaching one says so. */
@@ -54,6 +68,18 @@ export interface RunRequest {
   randomSeed?: bigint;
 }
 
+/**
+ * What the engine sends a worker: a copy of the caller's request stamped when a worker takes it
+ * (engine.ts `dispatch`). The caller's object is never written to.
+ */
+export interface RunMessage extends RunRequest {
+  type: "run";
+  /** This run's number on its worker's abort word: the host aborts a run by storing it there. */
+  abortSeq: number;
+  /** Epoch milliseconds after which the run is a timeout: the clock starts when a worker takes the run. */
+  deadline: number;
+}
+
 export interface SettleMessage {
   type: "settle";
   runId: string;
@@ -69,7 +95,7 @@ export interface AbortMessage {
 }
 
 /** On the worker's main port; tool results (SettleMessage) travel on their own port. */
-export type HostToWorker = RunRequest | AbortMessage;
+export type HostToWorker = RunMessage | AbortMessage;
 
 export interface CallMessage {
   type: "call";

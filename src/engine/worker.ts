@@ -19,7 +19,7 @@ import { freshVm, preludeSetup, restoredVm, type HostDispatch } from "./guest-vm
 import { InstanceSnapshot, memoryLayout, startSnapshots, type MemoryLayout } from "./snapshot.js";
 import { newWasmInstance, pagesFor, type WasmInstance } from "./wasm-instance.js";
 import { useCompiledModule } from "./wasm-module.js";
-import type { HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
+import type { HostToWorker, RunMessage, RunRequest, WorkerToHost } from "./protocol.js";
 
 interface WorkerConfig {
   prelude: string;
@@ -231,7 +231,7 @@ async function instanceFor(request: RunRequest): Promise<WasmInstance> {
   return instance;
 }
 
-async function run(request: RunRequest): Promise<void> {
+async function run(request: RunMessage): Promise<void> {
   let instance: WasmInstance;
   try {
     instance = await instanceFor(request);

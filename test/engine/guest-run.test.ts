@@ -5,9 +5,9 @@ import { describe, expect, it } from "vitest";
 import { GuestRun } from "../../src/engine/guest-run.js";
 import { newWasmInstance, pagesFor } from "../../src/engine/wasm-instance.js";
 import { preludeSource } from "../../src/package-files.js";
-import type { RunRequest, WorkerToHost } from "../../src/engine/protocol.js";
+import type { RunMessage, WorkerToHost } from "../../src/engine/protocol.js";
 
-function request(code: string): RunRequest {
+function request(code: string): RunMessage {
   return {
     type: "run",
     runId: "r1",

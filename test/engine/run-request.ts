@@ -6,13 +6,10 @@ let next = 0;
 export function runRequest(code: string, overrides: Partial<Omit<RunRequest, "limits">> & { limits?: Partial<RunLimits> } = {}): RunRequest {
   const { limits, ...rest } = overrides;
   return {
-    type: "run",
     runId: `r${++next}`,
-    abortSeq: 0,
     code,
     session: "s",
     limits: { timeoutMs: 10_000, memoryBytes: 64 * 1024 * 1024, stackBytes: 1024 * 1024, maxToolCalls: 5000, maxCrossingBytes: 16 * 1024 * 1024, storeValueBytes: 1024, storeSessionBytes: 4096, maxTimers: 10, ...limits },
-    deadline: 0,
     tools: [],
     globals: {},
     store: {},
