@@ -422,7 +422,8 @@ try { await tools.fail({ kind: "nul" }) } catch (e) { out.push(e.message) } retu
     name: "promise storm: a million pending promises",
     category: "exhaustion",
     code: `const ps = []; for (let i = 0; i < 1e6; i++) ps.push(new Promise(() => {})); await Promise.race(ps)`,
-    timeoutMs: 3000,
+    // Reaching the memory cap takes ~1 s of allocation; room for a loaded machine.
+    timeoutMs: 5_000,
     expect: { status: "error", kind: "memory" },
   },
   {
@@ -525,12 +526,16 @@ try { await tools.fail({ kind: "nul" }) } catch (e) { out.push(e.message) } retu
   {
     name: "sequential call storm that swallows the limit error",
     category: "exhaustion",
+    // A limit test, not a speed test: room to finish on a loaded machine.
+    timeoutMs: 5_000,
     code: `for (let i = 0; i < 1100; i++) { try { await tools.tick({}) } catch (e) {} } return "swallowed"`,
     expect: { status: "error", kind: "call_limit" },
   },
   {
     name: "in-flight flood waits in FIFO without losing calls",
     category: "exhaustion",
+    // A limit test, not a speed test: room to finish on a loaded machine.
+    timeoutMs: 5_000,
     code: `const ps = []; for (let i = 0; i < 200; i++) ps.push(tools.slow({ ms: 1 })); const r = await Promise.all(ps); return r.filter((x) => x.done).length`,
     expect: { status: "ok", value: 200 },
   },
@@ -552,6 +557,8 @@ try { await tools.fail({ kind: "nul" }) } catch (e) { out.push(e.message) } retu
   {
     name: "console flood",
     category: "exhaustion",
+    // A limit test, not a speed test: room to finish on a loaded machine.
+    timeoutMs: 5_000,
     code: `for (let i = 0; i < 5000; i++) console.log("line " + i + " " + "c".repeat(5000)); return "done"`,
     expect: { status: "ok", value: "done", warning: ["console lines were dropped (limit 500 per run)"] },
     check: (result) => {
@@ -580,12 +587,16 @@ try { await tools.fail({ kind: "nul" }) } catch (e) { out.push(e.message) } retu
   {
     name: "timer flood past the per-run limit",
     category: "exhaustion",
+    // A limit test, not a speed test: room to finish on a loaded machine.
+    timeoutMs: 5_000,
     code: caught(`for (let i = 0; i < 20000; i++) setTimeout(() => {}, 1e6); return "scheduled"`),
     expect: { status: "ok", value: "RangeError: setTimeout(): too many pending timers (limit 10000 per run)" },
   },
   {
     name: "sleep flood",
     category: "exhaustion",
+    // A limit test, not a speed test: room to finish on a loaded machine.
+    timeoutMs: 5_000,
     code: `const ps = []; for (let i = 0; i < 5000; i++) ps.push(sleep(1)); await Promise.all(ps); return "slept"`,
     expect: { status: "ok", value: "slept" },
   },
