@@ -32,16 +32,17 @@ import { extractPromptJsonReport, parseReport, type ReportBody } from "./report.
 import { boundedLabel, checkTaskSize, chooseModel, confineCwd, realRoots } from "./spawn-checks.js";
 import { assertTransition } from "./status.js";
 import type { TaskStore } from "./store.js";
-import type { RemoteQueue } from "./remote.js";
+import { attemptOf, type RemoteQueue } from "./remote.js";
 import { MIN_OUTPUT_CAP, TaskLog } from "./task-log.js";
 import { formatBytes, messageOf } from "../text.js";
-import { StopTrace, TaskTrace, traceScope, type TraceScope } from "../tracing.js";
+import { carriedScope, StopTrace, TaskTrace, traceCarrier, traceScope, type TraceCarrier, type TraceScope } from "../tracing.js";
 import type { Tracer } from "@opentelemetry/api";
 import {
   isTerminal,
   TASK_STATUSES,
   zeroUsage,
   type DriverKind,
+  type LostAttempt,
   type LostReason,
   type ReadOnlyTier,
   type ReportChannel,
@@ -193,6 +194,8 @@ interface Live {
   controller: AbortController;
   usage: Usage;
   log: TaskLog;
+  /** Where this attempt's output starts in the log (0 but for a retry on a queue). */
+  outputStart: number;
   toolReport?: ReportBody;
   /** The last error a child reported (only the last one is ever shown). */
   lastError?: string;
@@ -355,20 +358,31 @@ export class TaskHost {
 
   /**
    * A queue worker that ran the task stopped answering (its lock expired: it died or lost Redis).
-   * The task becomes lost and is never run again — it may have had side effects. Returns the
-   * record when this call marked it.
+   * The task becomes lost and is never run again — it may have had side effects — unless its
+   * agent opted into `retries` and attempts remain: then it is queued again for another worker,
+   * the lost attempt kept on the record. `attempt`: the attempt the caller saw lost (a stalled
+   * job's); a record already on a later one is left alone. Returns the record when this call
+   * moved it.
    */
-  workerLost(rec: TaskRecord): TaskRecord | undefined {
-    if (isTerminal(rec.status) || !rec.worker || this.live.has(rec.id)) return undefined;
+  workerLost(rec: TaskRecord, attempt = attemptOf(rec)): TaskRecord | undefined {
+    if (isTerminal(rec.status) || !rec.worker || this.live.has(rec.id) || attempt !== attemptOf(rec)) return undefined;
     const w = rec.worker;
     const stopped = signalTaskProcesses(rec.id, rec.processes, "SIGKILL");
+    const leftovers = stopped > 0 ? `; the ${stopped} process${stopped === 1 ? "" : "es"} it left running here ${stopped === 1 ? "was" : "were"} stopped` : "";
+    const retries = rec.status === "running" && this.remote ? this.retriesOf(rec.agent) : 0;
+    const lostAt = Date.now();
+    const outputBytes = this.store.outputSize(rec.id);
+    if (attempt <= retries) return this.requeue(rec, { worker: { ...w }, ...(rec.startedAt !== undefined ? { startedAt: rec.startedAt } : {}), lostAt, outputBytes }, retries);
     const lost: TaskRecord = {
       ...rec,
       status: "lost",
       lostReason: "worker_lost",
-      endedAt: Date.now(),
-      outputBytes: this.store.outputSize(rec.id),
-      errorMessage: `the worker ${w.id} on ${w.host} (pid ${w.pid}) stopped answering while the task was ${rec.status} (it exited or lost Redis); the task is not run again, since it may have had side effects — its output so far is kept: read it with ptc_task_output, or spawn the task again${stopped > 0 ? `; the ${stopped} process${stopped === 1 ? "" : "es"} it left running here ${stopped === 1 ? "was" : "were"} stopped` : ""}`,
+      endedAt: lostAt,
+      outputBytes,
+      errorMessage:
+        retries === 0
+          ? `the worker ${w.id} on ${w.host} (pid ${w.pid}) stopped answering while the task was ${rec.status} (it exited or lost Redis); the task is not run again, since it may have had side effects — its output so far is kept: read it with ptc_task_output, or spawn the task again${leftovers}`
+          : `the worker ${w.id} on ${w.host} (pid ${w.pid}) stopped answering while the task was ${rec.status} (it exited or lost Redis); that was attempt ${attempt} of ${retries + 1} (the agent's "retries: ${retries}"), so the task is not run again — the output of every attempt is kept: read it with ptc_task_output, or spawn the task again${leftovers}`,
     };
     delete lost.usage;
     try {
@@ -377,6 +391,49 @@ export class TaskHost {
       this.warn(`could not mark task ${rec.id} lost (its worker is gone): ${messageOf(err)}`);
       return undefined;
     }
+  }
+
+  /** The agent's `retries`; 0 when this host does not have its definition (nothing says a re-run is safe). */
+  private retriesOf(agent: string): number {
+    try {
+      return this.agents.get(agent).retries ?? 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /**
+   * Queues a task again after its worker was lost (running → queued, the lost attempt appended):
+   * the compare-and-set on the record makes exactly one host do it. Its log goes on, with a line
+   * that says where the next attempt's output starts. A queue that refuses the job leaves the
+   * task lost, as it would have been without retries.
+   */
+  private requeue(rec: TaskRecord, lostAttempt: LostAttempt, retries: number): TaskRecord | undefined {
+    const queued: TaskRecord = { ...rec, status: "queued", owner: this.owner, outputBytes: lostAttempt.outputBytes, lostAttempts: [...(rec.lostAttempts ?? []), lostAttempt] };
+    for (const field of ["worker", "startedAt", "processes", "exitCode"] as const) delete queued[field];
+    try {
+      if (!this.store.replace(queued, { status: rec.status, owner: rec.owner })) return undefined;
+    } catch (err) {
+      this.warn(`could not queue task ${rec.id} again (its worker is gone): ${messageOf(err)}`);
+      return undefined;
+    }
+    const next = attemptOf(queued);
+    const w = lostAttempt.worker;
+    const note = `\n[codemode: attempt ${next - 1} was lost with worker ${w.id} on ${w.host} (it exited or lost Redis); attempt ${next} of at most ${retries + 1} starts here]\n`;
+    try {
+      this.store.appendOutput(rec.id, Buffer.from(note, "utf8"));
+    } catch (err) {
+      this.warn(`could not note the retry of task ${rec.id} in its output: ${messageOf(err)}`);
+    }
+    this.remote!.enqueue(queued).catch((err: unknown) => {
+      const lost: TaskRecord = { ...queued, status: "lost", lostReason: "worker_lost", endedAt: Date.now(), outputBytes: this.store.outputSize(rec.id), errorMessage: `the worker ${w.id} on ${w.host} (pid ${w.pid}) stopped answering while the task was running, and the queue refused attempt ${next} (${messageOf(err)}); spawn the task again` };
+      try {
+        this.store.replace(lost, { status: "queued", owner: this.owner });
+      } catch (e) {
+        this.warn(`could not mark task ${rec.id} lost after the queue refused its retry: ${messageOf(e)}`);
+      }
+    });
+    return queued;
   }
 
   async spawn(request: SpawnRequest, context: SpawnContext = {}): Promise<TaskRecord> {
@@ -447,7 +504,8 @@ export class TaskHost {
     if (model !== undefined) record.model = model;
     if (readOnlyTier) record.readOnlyTier = readOnlyTier;
     this.store.insert(record);
-    if (remote) return this.spawnRemote(record, agent, req.background, context);
+    // The worker's task span is a child of the spawning span: its trace context travels with the job.
+    if (remote) return this.spawnRemote(record, agent, req.background, context, traceCarrier(context.trace ?? traceScope(this.tracer)));
 
     const live = this.track(record, agent);
     live.trace = TaskTrace.spawned(context.trace ?? traceScope(this.tracer), record);
@@ -491,9 +549,9 @@ export class TaskHost {
     return final;
   }
 
-  private async spawnRemote(record: TaskRecord, agent: AgentDefinition, background: boolean, context: SpawnContext): Promise<TaskRecord> {
+  private async spawnRemote(record: TaskRecord, agent: AgentDefinition, background: boolean, context: SpawnContext, trace: TraceCarrier | undefined): Promise<TaskRecord> {
     try {
-      await this.remote!.enqueue(record);
+      await this.remote!.enqueue(record, trace);
     } catch (err) {
       const canceled = { ...record, status: "canceled" as const, endedAt: Date.now(), usage: zeroUsage(), reportChannel: (agent.report ? "none" : "opted-out") as ReportChannel, errorMessage: `could not be queued: ${messageOf(err)}` };
       try {
@@ -527,12 +585,14 @@ export class TaskHost {
   /**
    * Runs a task a queue worker was handed: claims the queued record for this worker (one writer
    * per record: a record another worker or a stop took first is left alone), runs it with the
-   * same driver, usage count and finish as a local task, and resolves once it has ended.
+   * same driver, usage count and finish as a local task, and resolves once it has ended. `job`:
+   * the attempt the job is for (a record on another one is left alone) and the spawning span's
+   * trace context, which the task's spans continue.
    */
-  async runQueued(id: string): Promise<TaskRecord | undefined> {
+  async runQueued(id: string, job: { attempt?: number; trace?: TraceCarrier } = {}): Promise<TaskRecord | undefined> {
     this.assertOpen();
     const rec = this.store.get(id);
-    if (rec?.status !== "queued") return rec;
+    if (rec?.status !== "queued" || (job.attempt ?? 1) !== attemptOf(rec)) return rec;
     const claimed: TaskRecord = { ...rec, status: "running", owner: this.owner, startedAt: Date.now() };
     if (this.workerInfo) claimed.worker = { ...this.workerInfo };
     let agent: AgentDefinition;
@@ -546,8 +606,12 @@ export class TaskHost {
     }
     if (!this.store.replace(claimed, { status: "queued", owner: rec.owner })) return this.store.get(id);
     const live = this.track(claimed, agent);
+    // A retry's output follows the earlier attempts' in the same log: only its own decides its end.
+    live.outputStart = this.store.outputSize(id);
+    live.trace = TaskTrace.spawned(carriedScope(this.tracer, job.trace), claimed);
     live.started = true;
     this.takeSlot(live);
+    live.trace?.started(live.record);
     this.runDriver(live);
     // A stop that arrived before the claim (the host saw it queued, a worker had it already).
     const requested = await this.remote?.stopRequested(id).catch(() => undefined);
@@ -771,7 +835,7 @@ export class TaskHost {
    */
   private async stopRemote(record: TaskRecord, reason: string | undefined): Promise<StopResult> {
     const fromStatus = record.status;
-    if (fromStatus === "queued" && (await this.remote!.cancelQueued(record.id))) {
+    if (fromStatus === "queued" && (await this.remote!.cancelQueued(record))) {
       let agent: AgentDefinition | undefined;
       try {
         agent = this.agents.get(record.agent);
@@ -851,6 +915,7 @@ export class TaskHost {
       controller: new AbortController(),
       usage: zeroUsage(),
       log: undefined as unknown as TaskLog,
+      outputStart: 0,
       stopRequested: false,
       done,
       settle,
@@ -1068,7 +1133,7 @@ export class TaskHost {
     } else if (live.lastError !== undefined) {
       status = "failed";
       error = `exited 0 after reporting an error: ${live.lastError}`;
-    } else if (!this.hasFinalOutput(id, outputBytes)) {
+    } else if (!this.hasFinalOutput(id, live.outputStart, outputBytes)) {
       status = "failed";
       error = "exited 0 without any final output";
     } else {
@@ -1108,9 +1173,9 @@ export class TaskHost {
   }
 
   /** Final output = something other than whitespace, found by scanning the log backwards in chunks. */
-  private hasFinalOutput(id: string, bytes: number): boolean {
-    for (let end = bytes; end > 0; end -= 64 * 1024) {
-      const chunk = this.store.readOutput(id, Math.max(0, end - 64 * 1024), end);
+  private hasFinalOutput(id: string, start: number, bytes: number): boolean {
+    for (let end = bytes; end > start; end -= 64 * 1024) {
+      const chunk = this.store.readOutput(id, Math.max(start, end - 64 * 1024), end);
       if (/\S/.test(chunk.toString("latin1"))) return true;
     }
     return false;
@@ -1119,8 +1184,8 @@ export class TaskHost {
   private reportFor(live: Live, bytes: number): { channel: ReportChannel; report?: ReportBody } {
     if (!live.agent.report) return { channel: "opted-out" };
     if (live.toolReport) return { channel: "tool", report: live.toolReport };
-    if (bytes > 0) {
-      const tail = this.store.readOutput(live.record.id, Math.max(0, bytes - REPORT_SCAN_BYTES), bytes).toString("utf8");
+    if (bytes > live.outputStart) {
+      const tail = this.store.readOutput(live.record.id, Math.max(live.outputStart, bytes - REPORT_SCAN_BYTES), bytes).toString("utf8");
       const report = extractPromptJsonReport(tail);
       if (report) return { channel: "prompt-json", report };
     }
