@@ -1,11 +1,19 @@
-// The task host: spawns tasks on their drivers, schedules them into running slots (FIFO queue,
-// depth and concurrency caps), stops them, waits for them, reaps the records of dead owners and
-// pages their output. It is the only writer of the lifecycle of the records it owns: every status
-// change goes through assertTransition (docs/tasks.md#the-task-model) and a compare-and-replace
-// on the store, so another host sharing the data dir can read them but never moves them.
-import { join } from "node:path";
+// The task host: the scheduler of subagent tasks. It spawns tasks on their drivers, schedules them
+// into running slots (FIFO queue, depth and concurrency caps, slots lent to foreground children),
+// stops them with their cascade, waits for them, hands them to a distributed queue when one is
+// configured, and reaps the records of dead owners and lost workers.
+//
+// Invariant: the host is the ONLY writer of the lifecycle of the records it owns. Every status
+// change goes through assertTransition (docs/tasks.md#the-task-model) and a compare-and-replace on
+// the store against the status and owner it last wrote, so another host sharing the store can read
+// them but never moves them; a record another host took over is abandoned, never overwritten.
+//
+// Layer: src/tasks, outside the sandbox wall and independent of the engine and of codemode (a
+// script agent's program reaches it only through the ScriptRunner it is given). Below it: the
+// stores, the drivers, the task log (the one writer of output). Beside it, pure: finish.ts (how a
+// run ends), output.ts (reading pages, spill files), status.ts, ingest.ts (usage and pricing).
+// Above it: src/ptc (the tools programs call) and the CLI.
 import { monotonicFactory } from "ulid";
-import { appendPrivate, ensurePrivateDir, PrivateTempDir, replaceFileAtomic } from "../safe-fs.js";
 import type { AgentDefinition, AgentRegistry, DriverEvent, FunctionAgent } from "./agents.js";
 import { TaskError, invalidArgument } from "./errors.js";
 import { checkTaskArgv, commandDriver } from "./drivers/command.js";
@@ -25,10 +33,11 @@ import {
   reportBytes,
   tokenReading,
 } from "./ingest.js";
-import { checkSinceBytes, headPreview, OUTPUT_TAIL_BYTES, PREVIEW_BYTES, SMALL_OUTPUT_BYTES, tailTruncate } from "./output.js";
+import { chooseReport, finishOutcome } from "./finish.js";
+import { hasFinalOutput, OutputSpill, outputTail, readOutputPage, type OutputPage } from "./output.js";
 import { currentOwner, sameOwner } from "./owner.js";
 import { signalTaskProcesses } from "./processes.js";
-import { extractPromptJsonReport, parseReport, type ReportBody } from "./report.js";
+import { parseReport, type ReportBody } from "./report.js";
 import { boundedLabel, checkTaskSize, chooseModel, confineCwd, realRoots } from "./spawn-checks.js";
 import { assertTransition } from "./status.js";
 import type { TaskStore } from "./store.js";
@@ -130,19 +139,6 @@ export interface StopResult {
   fromStatus: TaskStatus;
 }
 
-export interface OutputPage {
-  record: TaskRecord;
-  /** The page from `sinceBytes`, tail-truncated. */
-  output: string;
-  /** Total bytes of the log (the next `since_bytes`). */
-  outputBytes: number;
-  truncated: boolean;
-  /** A truncated page whose first line is the end of a longer one (a long last line kept). */
-  startsMidLine?: boolean;
-  fullPath?: string;
-  preview?: string;
-}
-
 export interface WaitOptions {
   /** "all" (default): until every task has ended; "any": until at least one has. */
   until?: "all" | "any";
@@ -240,14 +236,12 @@ export class TaskHost {
   readonly maxLineBytes: number;
   private readonly tracer?: Tracer;
   private readonly drivers: Record<DriverKind, Driver>;
-  private readonly spillDir: string | PrivateTempDir;
+  private readonly spill: OutputSpill;
   private readonly childTools?: ChildToolProvider;
   private readonly cwd: string;
   private readonly cwdRoots: string[];
   private readonly owner = currentOwner();
   private readonly live = new Map<string, Live>();
-  /** Bytes of each in-memory log already copied to its spill file. */
-  private readonly spilled = new Map<string, number>();
   /** Ended tasks whose final record the store refused: served from here and written again. */
   private readonly unrecorded = new Map<string, Unrecorded>();
   private retryTimer: ReturnType<typeof setInterval> | undefined;
@@ -287,7 +281,7 @@ export class TaskHost {
     }
     this.cwdRoots = realRoots(options.cwdRoots?.length ? options.cwdRoots : [this.cwd], this.cwd);
     const dataDir = options.dataDir ?? options.store.dataDir;
-    this.spillDir = dataDir ? join(dataDir, "spill") : new PrivateTempDir("codemode-tasks");
+    this.spill = new OutputSpill(dataDir);
     this.drivers = {
       function: functionDriver,
       // A workflow's graph is an in-process function too: its runner is handed over at spawn.
@@ -753,29 +747,7 @@ export class TaskHost {
   }
 
   output(id: string, options: { sinceBytes?: number } = {}): OutputPage {
-    const record = this.getOrThrow(id);
-    const total = this.store.outputSize(id);
-    const since = options.sinceBytes ?? 0;
-    // A UTF-8 character is at most 4 bytes: this window holds every byte the boundary check reads.
-    const windowStart = Math.max(0, since - 4);
-    let window: Buffer | undefined;
-    checkSinceBytes(id, since, total, (offset) => {
-      window ??= this.store.readOutput(id, windowStart, Math.min(total, since + 1));
-      return window[offset - windowStart]!;
-    });
-    // Only the tail is ever returned: one byte past the 50 KB cut is all tailTruncate needs to find
-    // the same cut it would find in the whole page, so a huge log is never read whole.
-    const page = this.store.readOutput(id, Math.max(since, total - (OUTPUT_TAIL_BYTES + 1)), total);
-    const tail = tailTruncate(page);
-    const result: OutputPage = { record: { ...record, outputBytes: total }, output: tail.text, outputBytes: total, truncated: tail.truncated };
-    if (tail.startsMidLine) result.startsMidLine = true;
-    if (tail.truncated) result.fullPath = this.fullLogPath(id, total);
-    // "Small" = the whole log would fit one untruncated page; large logs get a tail and a path only.
-    if (total > 0 && total <= SMALL_OUTPUT_BYTES) {
-      const whole = since === 0 ? page : this.store.readOutput(id, 0, total);
-      if (since === 0 ? !tail.truncated : !tailTruncate(whole).truncated) result.preview = headPreview(whole.subarray(0, PREVIEW_BYTES + 4));
-    }
-    return result;
+    return readOutputPage(this.store, this.spill, this.getOrThrow(id), options.sinceBytes);
   }
 
   /**
@@ -873,7 +845,7 @@ export class TaskHost {
     await this.remote?.close();
     if (this.retryTimer) clearInterval(this.retryTimer);
     this.retryTimer = undefined;
-    if (typeof this.spillDir !== "string") this.spillDir.remove();
+    this.spill.remove();
   }
 
   /** Slots in use: tasks running in their own slot (a child running in its parent's slot is not counted again). */
@@ -1118,34 +1090,23 @@ export class TaskHost {
     live.log.finish();
     const outputBytes = this.store.outputSize(id);
     const usage = this.measuredUsage(live);
-
-    let status: TaskStatus;
-    let error: string | undefined;
-    if (live.hostFailure !== undefined) {
-      status = "failed";
-      error = live.hostFailure;
-    } else if (forced || live.stopRequested) {
-      status = "canceled";
-    } else if (result.exitCode !== 0) {
-      status = "failed";
-      // What the child said went wrong beats a bare exit status.
-      error = live.lastError ?? result.error ?? `exited with code ${result.exitCode}`;
-    } else if (live.lastError !== undefined) {
-      status = "failed";
-      error = `exited 0 after reporting an error: ${live.lastError}`;
-    } else if (!this.hasFinalOutput(id, live.outputStart, outputBytes)) {
-      status = "failed";
-      error = "exited 0 without any final output";
-    } else {
-      status = "succeeded";
-    }
+    const { status, error } = finishOutcome({
+      ...(live.hostFailure !== undefined ? { hostFailure: live.hostFailure } : {}),
+      canceled: forced !== undefined || live.stopRequested,
+      exitCode: result.exitCode,
+      ...(result.error !== undefined ? { driverError: result.error } : {}),
+      ...(live.lastError !== undefined ? { lastError: live.lastError } : {}),
+      hasFinalOutput: () => hasFinalOutput(this.store, id, live.outputStart, outputBytes),
+    });
 
     // Whatever happens to the final write, the slot is freed and the caller is answered.
     try {
-      // Reports are stored only on success, and the channel says what was stored: a failed child's
-      // trailing JSON block or report event is not a report, so its channel is "none".
-      const channelReport: { channel: ReportChannel; report?: ReportBody } =
-        status === "succeeded" ? this.reportFor(live, outputBytes) : { channel: live.agent.report ? "none" : "opted-out" };
+      const channelReport = chooseReport({
+        status,
+        wantsReport: live.agent.report,
+        ...(live.toolReport ? { toolReport: live.toolReport } : {}),
+        outputTail: () => outputTail(this.store, id, live.outputStart, outputBytes, REPORT_SCAN_BYTES),
+      });
       this.transition(live, status, (r) => {
         r.endedAt = Date.now();
         r.outputBytes = outputBytes;
@@ -1170,26 +1131,6 @@ export class TaskHost {
 
   private measuredUsage(live: Live): Usage {
     return { input: live.usage.input, output: live.usage.output, cost: pricedCost(live.usage, live.agent.prices), turns: live.usage.turns };
-  }
-
-  /** Final output = something other than whitespace, found by scanning the log backwards in chunks. */
-  private hasFinalOutput(id: string, start: number, bytes: number): boolean {
-    for (let end = bytes; end > start; end -= 64 * 1024) {
-      const chunk = this.store.readOutput(id, Math.max(start, end - 64 * 1024), end);
-      if (/\S/.test(chunk.toString("latin1"))) return true;
-    }
-    return false;
-  }
-
-  private reportFor(live: Live, bytes: number): { channel: ReportChannel; report?: ReportBody } {
-    if (!live.agent.report) return { channel: "opted-out" };
-    if (live.toolReport) return { channel: "tool", report: live.toolReport };
-    if (bytes > live.outputStart) {
-      const tail = this.store.readOutput(live.record.id, Math.max(live.outputStart, bytes - REPORT_SCAN_BYTES), bytes).toString("utf8");
-      const report = extractPromptJsonReport(tail);
-      if (report) return { channel: "prompt-json", report };
-    }
-    return { channel: "none" };
   }
 
   private pump(): void {
@@ -1270,21 +1211,6 @@ export class TaskHost {
     const r = this.get(id);
     if (!r) throw new TaskError("task_not_found", `unknown task id "${id}"; list task ids with ptc_task_list`, id);
     return r;
-  }
-
-  private fullLogPath(id: string, total: number): string {
-    const path = this.store.outputPath(id);
-    if (path) return path;
-    // In-memory logs have no file: the spill holds the log, extended with what arrived since the
-    // last read (appended, never rewritten, so polling a growing log stays cheap). Its directory
-    // is private (0700) and its file never followed as a link: no one else reads or redirects it.
-    const dir = typeof this.spillDir === "string" ? ensurePrivateDir(this.spillDir) : this.spillDir.path;
-    const spill = join(dir, `${id}.log`);
-    const written = this.spilled.get(id) ?? 0;
-    if (written === 0) replaceFileAtomic(spill, this.store.readOutput(id, 0, total));
-    else if (total > written) appendPrivate(spill, this.store.readOutput(id, written, total));
-    this.spilled.set(id, Math.max(written, total));
-    return spill;
   }
 
   private assertOpen(): void {
