@@ -236,8 +236,9 @@ export class TaskHost {
   readonly maxLineBytes: number;
   private readonly tracer?: Tracer;
   private readonly drivers: Record<DriverKind, Driver>;
+  private hasScriptRunner: boolean;
   private readonly spill: OutputSpill;
-  private readonly childTools?: ChildToolProvider;
+  private childTools?: ChildToolProvider;
   private readonly cwd: string;
   private readonly cwdRoots: string[];
   private readonly owner = currentOwner();
@@ -290,9 +291,27 @@ export class TaskHost {
       openai: openaiDriver,
       script: scriptDriver(options.scriptRunner),
     };
+    this.hasScriptRunner = options.scriptRunner !== undefined;
     if (options.remote) this.remote = options.remote;
     if (options.worker) this.workerInfo = { ...options.worker };
     this.reapLost();
+  }
+
+  /**
+   * The composition's last step (createCodemode): a script runner and the tools openai children
+   * call exist only once the runtime this host belongs to does, so they are attached after it is
+   * built — once each, before any task runs them.
+   */
+  attach(parts: { scriptRunner?: ScriptRunner; childTools?: ChildToolProvider }): void {
+    if (parts.scriptRunner !== undefined) {
+      if (this.hasScriptRunner) throw new TypeError("TaskHost.attach: this host has a script runner already");
+      this.drivers.script = scriptDriver(parts.scriptRunner);
+      this.hasScriptRunner = true;
+    }
+    if (parts.childTools !== undefined) {
+      if (this.childTools) throw new TypeError("TaskHost.attach: this host has child tools already");
+      this.childTools = parts.childTools;
+    }
   }
 
   /** Problems this host met that are no one task's failure: bad rows set aside, records it could not write. */

@@ -423,6 +423,8 @@ async function invoke(tool: Tool, input: unknown, options: InvokeOptions, forPro
         result = buildChannels(tool, impl, record, view, next, opts.outputBudget, opts.development, programOnly, bound);
       }
     }
+    // The tool flagged its own result as a failure (a program that failed): the model sees an error.
+    if (wrapped?.isError === true && !programOnly) result.isError = true;
     traced?.succeeded(view, record, programOnly ? undefined : result.content.map((c) => c.text).join("\n"));
     return { result, record };
   } catch (err) {
