@@ -1,6 +1,6 @@
 // Cold start to first output: a new process imports an engine, sets it up and runs text("hi").
 // The parent (bench/run.ts) times spawn → "hi" on this process's stdout. Run as
-//   node dist/bench/cold-start.js codemode|raw|vm|node
+//   node dist/bench/cold-start.js codemode|codemode-unbundled|raw|vm|node
 const mode = process.argv[2];
 
 function emit(text: string): void {
@@ -8,8 +8,11 @@ function emit(text: string): void {
 }
 
 switch (mode) {
-  case "codemode": {
-    const { createCodemode } = await import("../src/index.js");
+  case "codemode":
+  case "codemode-unbundled": {
+    // The package as it ships (the bundle its exports name), or the compiled modules one by one.
+    const entry = mode === "codemode" ? new URL("../bundle/index.js", import.meta.url).href : "../src/index.js";
+    const { createCodemode } = (await import(entry)) as typeof import("../src/index.js");
     const cm = await createCodemode();
     const result = await cm.run(`text("hi")`);
     emit(result.content[0]?.text ?? "");

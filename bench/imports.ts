@@ -10,6 +10,7 @@ export interface ImportCost {
 }
 
 const distIndex = fileURLToPath(new URL("../src/index.js", import.meta.url));
+const bundleIndex = fileURLToPath(new URL("../bundle/index.js", import.meta.url));
 
 function importMs(specifier: string, times: number): number {
   const samples: number[] = [];
@@ -50,7 +51,10 @@ export function loadedModules(): Record<string, number> {
 }
 
 export function importCosts(times = 5): ImportCost[] {
-  const rows: ImportCost[] = [{ name: "the package (dist/src/index.js)", ms: importMs(pathToFileURL(distIndex).href, times) }];
+  const rows: ImportCost[] = [
+    { name: "the package as shipped (dist/bundle/index.js)", ms: importMs(pathToFileURL(bundleIndex).href, times) },
+    { name: "the same, unbundled (dist/src/index.js)", ms: importMs(pathToFileURL(distIndex).href, times) },
+  ];
   for (const dependency of ["zod", "yaml", "tinyglobby", "better-sqlite3", "quickjs-emscripten", "@modelcontextprotocol/sdk/client/index.js"]) {
     rows.push({ name: dependency, ms: importMs(dependency, times) });
   }

@@ -6,6 +6,8 @@
 //
 //   npm run bench            everything
 //   npm run bench -- quick   fewer samples (a smoke run)
+//   npm run bench -- calls   only the per-call rows (sequential, Promise.all, 1 MB result), for
+//                            before/after comparisons of the host's per-call work
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import vm from "node:vm";
@@ -24,6 +26,7 @@ import { benchTasks } from "./tasks.js";
 import { benchTracing } from "./tracing.js";
 
 const quick = process.argv.includes("quick");
+const callsOnly = process.argv.includes("calls");
 const scale = (n: number) => (quick ? Math.max(3, Math.ceil(n / 10)) : n);
 
 function median(samples: number[]): number {
@@ -143,8 +146,10 @@ async function targets(): Promise<Target[]> {
   const each = async (measure: (run: Run) => Promise<number>) => ({ ours: await measure(engines.ours), raw: await measure(engines.raw), vm: await measure(engines.vm) });
   const rows: Target[] = [];
   try {
+    if (!callsOnly) {
     rows.push({ name: 'warm text("hi"), back to back', unit: "ms", target: "≤ 0.6×", ...(await each((run) => sample(scale(300), () => run(`text("hi")`)))) });
     rows.push({ name: 'warm text("hi") after 50 ms idle', unit: "ms", target: "≤ 1.0×", ...(await each((run) => sample(scale(20), () => run(`text("hi")`), () => sleep(50)))) });
+    }
     const CALLS = 1000;
     const perCall = (code: string) => async (run: Run) => ((await sample(scale(10), () => run(code))) / CALLS) * 1000;
     rows.push({ name: "sequential tool call (per call)", unit: "µs", target: "≤ 1.25×", ...(await each(perCall(`for (let i = 0; i < ${CALLS}; i++) await tools.echo({ i })`))) });
@@ -156,6 +161,7 @@ async function targets(): Promise<Target[]> {
     });
     const rowsProgram = `const r = await tools.rows({}); if (r.rows.length !== 10000) throw new Error("rows"); text(String(r.rows.length))`;
     rows.push({ name: "~1 MB result (10,000 rows, output schema)", unit: "ms", target: "≤ 0.45×", note: `${(Buffer.byteLength(JSON.stringify(rowsValue)) / 1e6).toFixed(2)} MB of JSON`, ...(await each((run) => sample(scale(10), () => run(rowsProgram)))) });
+    if (callsOnly) return rows;
     rows.push({ name: "CPU loop 1e6", unit: "ms", target: "≤ 1.1×", ...(await each((run) => sample(scale(10), () => run(`let s = 0; for (let i = 0; i < 1e6; i++) s += i; text(String(s))`)))) });
     const seconds = quick ? 0.5 : 2;
     rows.push({
@@ -178,7 +184,8 @@ async function targets(): Promise<Target[]> {
     return median(samples);
   };
   const node = await cold("node");
-  rows.push({ name: "cold start to first output (new process)", unit: "ms", target: "≤ raw + 60 ms", note: `node itself: ${node.toFixed(0)} ms`, ours: await cold("codemode"), raw: await cold("raw"), vm: await cold("vm") });
+  const unbundled = await cold("codemode-unbundled");
+  rows.push({ name: "cold start to first output (new process)", unit: "ms", target: "≤ raw + 60 ms", note: `node itself: ${node.toFixed(0)} ms; unbundled: ${unbundled.toFixed(0)} ms`, ours: await cold("codemode"), raw: await cold("raw"), vm: await cold("vm") });
   return rows;
 }
 
@@ -376,6 +383,7 @@ async function others(): Promise<Row[]> {
     for (const [name, code, times] of [
       ["10 KB string result into the program", `const r = await tools.blob10k({}); if (r.data.length !== 10240) throw 1`, 100],
       ["1 MB string result into the program", `const r = await tools.blob1m({}); if (r.data.length !== 1048576) throw 1`, 30],
+      ["100,000 lookups of tools.blob10k in a program", `let f; for (let i = 0; i < 1e5; i++) f = tools.blob10k; if (typeof f !== "function") throw 1`, 10],
     ] as const) {
       rows.push({ name, ours: await sample(scale(times), () => ours(code)), floor: await sample(scale(times), () => runVm(code)), unit: "ms", note: "whole run" });
     }
@@ -404,6 +412,7 @@ async function main(): Promise<void> {
   }
   console.log("Targets of issue 12 (ratios to raw quickjs-emscripten measured in this run; for runs/s, raw ÷ ours):");
   console.log(targetTable.toString());
+  if (callsOnly) return;
 
   const fastTable = new Table({ head: ["engine fast paths, measured on their own", "value", "baseline", "ratio", "note"] });
   for (const row of await fastPaths()) fastTable.push([row.name, row.value, row.baseline, row.ratio, row.note ?? ""]);

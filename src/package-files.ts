@@ -1,8 +1,9 @@
 // Locating what ships beside the compiled code: the manifest, the guest prelude, the worker entry.
-// The same source runs from `src/` (tests) and from `dist/src/` (the published package).
+// The same source runs from `src/` (tests), from `dist/src/` (the development build) and bundled
+// into `dist/bundle/` (the published package).
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 let root: string | undefined;
 
@@ -36,6 +37,8 @@ export function preludeSource(): string {
  * runner the source sibling is `.ts`, which a worker cannot load, so the build is used.
  */
 export function compiledEntry(module: string): URL {
+  // The bundled build (rolldown.config.js) has each entry under dist/bundle by the same name.
+  if (/[\\/]dist[\\/]bundle[\\/]/.test(fileURLToPath(import.meta.url))) return pathToFileURL(join(packageRoot(), "dist", "bundle", `${module}.js`));
   const sibling = new URL(`./${module}.js`, import.meta.url);
   if (existsSync(fileURLToPath(sibling))) return sibling;
   const built = join(packageRoot(), "dist", "src", `${module}.js`);

@@ -511,29 +511,13 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   // Workspace tools among the host's never reach the runtime's state nor write its agent files.
   keepRuntimeFilesOut(tools, { hide: dataDir ? [dataDir] : [], protect: agents.searched });
 
-  const { store, remote } = await openTaskBackend(options.tasks, dataDir);
-  const tasks = new TaskHost({
-    store,
-    ...(remote ? { remote } : {}),
-    ...(options.tasks?.worker ? { worker: options.tasks.worker } : {}),
-    agents,
-    cwd,
-    dataDir,
-    maxRunning: options.tasks?.maxRunning,
-    maxQueued: options.tasks?.maxQueued,
-    maxDepth: options.tasks?.maxDepth,
-    killGraceMs: options.tasks?.killGraceMs,
-    maxOutputBytes: options.tasks?.maxOutputBytes,
-    maxLineBytes: options.tasks?.maxLineBytes,
-    cwdRoots: options.tasks?.cwdRoots,
-    tracer: options.tracer,
-  });
   for (const [key, min, max] of [["idleSessions", 0, 64], ["idleBytes", 0, 16 * 1024 * 1024 * 1024]] as const) {
     const value = workers[key];
     if (value !== undefined && (!Number.isSafeInteger(value) || value < min || value > max)) {
       throw new RangeError(`options.workers.${key} must be an integer from ${min} to ${max}, got ${describe(value)}`);
     }
   }
+  // The sandbox worker first: its thread boots while the rest is set up (awaited below).
   const engine = new SandboxEngine({
     maxWorkers: workers.max,
     minWorkers: workers.min,
@@ -541,11 +525,28 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     ...(workers.idleSessions !== undefined ? { idleSessions: workers.idleSessions } : {}),
     ...(workers.idleBytes !== undefined ? { idleBytes: workers.idleBytes } : {}),
   });
+  const engineStarted = engine.start();
+  let tasks: TaskHost;
   try {
-    await engine.start();
+    const { store, remote } = await openTaskBackend(options.tasks, dataDir);
+    tasks = new TaskHost({
+      store,
+      ...(remote ? { remote } : {}),
+      ...(options.tasks?.worker ? { worker: options.tasks.worker } : {}),
+      agents,
+      cwd,
+      dataDir,
+      maxRunning: options.tasks?.maxRunning,
+      maxQueued: options.tasks?.maxQueued,
+      maxDepth: options.tasks?.maxDepth,
+      killGraceMs: options.tasks?.killGraceMs,
+      maxOutputBytes: options.tasks?.maxOutputBytes,
+      maxLineBytes: options.tasks?.maxLineBytes,
+      cwdRoots: options.tasks?.cwdRoots,
+      tracer: options.tracer,
+    });
   } catch (error) {
-    await tasks.close();
-    store.close();
+    await engine.close();
     throw error;
   }
   const cm = new Codemode(engine, limits, options, spill, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined), new RememberedApprovals(dataDir), vault);
@@ -556,8 +557,9 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     cm.addTools(tools, "host");
     // Last, so its description can carry the declarations of every tool a program can reach.
     cm.addTools([runCodeTool(cm, cm.declarations())], "entry");
+    await engineStarted;
   } catch (error) {
-    // A bad tool set must not leave a warm worker or an open task database behind.
+    // A bad tool set (or a worker that failed to start) must not leave a warm worker or an open task database behind.
     await cm.close();
     throw error;
   }

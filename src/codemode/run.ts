@@ -3,7 +3,7 @@
 // end, and building the RunResult.
 import type { SandboxEngine } from "../engine/engine.js";
 import type { ConsoleLine, DoneMessage, GuestError } from "../engine/protocol.js";
-import { invokeToolForProgram, toolRejection, ToolError, type ApprovalAnswer, type ApprovalRequest, type ResultView, type Tool, type ToolHooks } from "../tools/index.js";
+import { prepareCalls, toolRejection, ToolError, type ApprovalAnswer, type ApprovalRequest, type ResultView, type Tool, type ToolCaller, type ToolHooks } from "../tools/index.js";
 import { encodeToolResult } from "../engine/bjson.js";
 import type { ApprovalAnswerInput, RememberedApprovals } from "./approvals.js";
 import { codeDigest, ContinuationError, newContinuationId, type ContinuationVault, type PendingApproval, type SuspendedRun } from "./continuation.js";
@@ -212,6 +212,10 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
       settings.signal,
     );
   let handle = launch(code);
+  // The program, not the model, reads these results: the crossing limit bounds them, not the
+  // output budget, and the model's text of a tool with an output is never built. Made at the
+  // first call, so a bad option fails that call, as it always did.
+  let caller: ToolCaller | undefined;
 
   function start(state: CallState, callId: number): void {
     running++;
@@ -229,24 +233,26 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
     if (settings.resultView && tool.hasResultViews && input && typeof input === "object" && !Array.isArray(input) && !Object.hasOwn(input, "result_view")) {
       input = { ...(input as Record<string, unknown>), result_view: settings.resultView };
     }
-    const value = await invokeToolForProgram(tool, input, {
-      ctx: { signal: state.controller.signal, callId: `${runId}:${state.record.id}`, runId, depth: settings.depth, deadline: handle.deadline, idempotencyKey: `${originRunId}:${state.seq}`, ...(settings.taskId ? { taskId: settings.taskId } : {}) },
-      hooks: env.hooks,
-      trace: env.trace,
-      ...(approvals ? { approval: (request: ApprovalRequest) => gate(state, request) } : {}),
-      // The program, not the model, reads this result: the crossing limit bounds it, not the output
-      // budget, and the model's text of a tool with an output is never built.
-      outputBudget: Infinity,
-      development: env.development,
-    });
-    if (TASK_TOOLS.has(tool.name)) noteStatuses(value);
     // Plain JSON goes in QuickJS's own format, which the guest reads ~3x faster than JSON text;
     // anything else (and anything near the limit) takes the JSON path and its errors.
     // A recorded run keeps JSON text: its ledger replays results as the text they first were.
-    if (handle.binaryResults && !approvals) {
-      const encoded = encodeToolResult(value);
+    const binary = handle.binaryResults && !approvals;
+    caller ??= prepareCalls({ hooks: env.hooks, trace: env.trace, outputBudget: Infinity, development: env.development, audience: "program" });
+    const outcome = await caller.forGuest(
+      tool,
+      input,
+      {
+        ctx: { signal: state.controller.signal, callId: `${runId}:${state.record.id}`, runId, depth: settings.depth, deadline: handle.deadline, idempotencyKey: `${originRunId}:${state.seq}`, ...(settings.taskId ? { taskId: settings.taskId } : {}) },
+        ...(approvals ? { approval: (request: ApprovalRequest) => gate(state, request) } : {}),
+      },
+      binary && !TASK_TOOLS.has(tool.name),
+    );
+    if (TASK_TOOLS.has(tool.name)) noteStatuses(outcome.value());
+    if (binary) {
+      const encoded = outcome.encoded ?? encodeToolResult(outcome.value());
       if (encoded && encoded.jsonBytesAtMost <= limits.maxCrossingBytes) return encoded.bytes;
     }
+    const value = outcome.value();
     let json: string | undefined;
     try {
       json = JSON.stringify(value);

@@ -369,11 +369,11 @@ export function encodeToolResult(value: unknown): BjsonEncoding | undefined {
 
 // ---- encoders generated per schema ---------------------------------------------------------------
 
-interface Def {
+export interface Def {
   type: string;
   [key: string]: unknown;
 }
-const defOf = (schema: zc.$ZodType): Def => schema._zod.def as unknown as Def;
+export const defOf = (schema: zc.$ZodType): Def => schema._zod.def as unknown as Def;
 
 const compiled = new WeakMap<zc.$ZodType, BjsonEncoder>();
 
@@ -391,7 +391,11 @@ export function encoderFor(schema: zc.$ZodType): BjsonEncoder {
   return encoder;
 }
 
-class Generator {
+/**
+ * Writes the source of an encoder per schema node: one function `f<n>(v, d)` each, which encodes
+ * `v` (at depth `d`) and answers whether it could. Subclasses change what a node accepts.
+ */
+export class Generator {
   readonly functions: string[] = [];
   readonly constants: unknown[] = [];
   /** Atom slots: one per constant key, reset to 0 ("not in the table yet") for every encoding. */
@@ -400,6 +404,11 @@ class Generator {
 
   slot(): number {
     return this.slots++;
+  }
+
+  /** Names (and values) the generated source may use beyond the writer's own helpers. */
+  externals(): Record<string, unknown> {
+    return {};
   }
 
   constant(value: unknown): string {
@@ -418,7 +427,7 @@ class Generator {
     return name;
   }
 
-  private body(schema: zc.$ZodType): string {
+  protected body(schema: zc.$ZodType): string {
     const def = defOf(schema);
     switch (def.type) {
       case "string":
@@ -515,6 +524,14 @@ w.close(at, count);
 return true;`;
   }
 
+  /** A constant key: its LEB128 value as an expression (its atom index is found once per encoding, kept in a slot of S) and its JSON bytes. */
+  protected knownKey(key: string): { encoded: string; cost: number } {
+    const literal = JSON.stringify(key);
+    const integer = integerKey(key);
+    const encoded = integer >= 0 ? `${integer * 2 + 1}` : `(S[${this.slot()}] || (S[${this.slots - 1}] = w.atom(${literal})))`;
+    return { encoded, cost: Buffer.byteLength(literal) + 1 };
+  }
+
   private objectBody(schema: zc.$ZodObject): string {
     const def = schema._zod.def;
     const keys = Object.keys(def.shape);
@@ -527,11 +544,7 @@ return true;`;
       const bit = index < 30 && !optional ? 1 << index : 0;
       requiredMask |= bit;
       const literal = JSON.stringify(key);
-      const cost = Buffer.byteLength(literal) + 1;
-      const integer = integerKey(key);
-      // The key's atom index is found once per encoding and kept in its slot of S.
-      const slot = integer >= 0 ? -1 : this.slot();
-      const encoded = integer >= 0 ? `${integer * 2 + 1}` : `(S[${slot}] || (S[${slot}] = w.atom(${literal})))`;
+      const { encoded, cost } = this.knownKey(key);
       cases.push(
         `case ${literal}: { const x = v[${literal}]; if (x === undefined) { ${bit ? "return false;" : "continue;"} } w.knownKey(${encoded}, ${cost}); if (!${this.node(field)}(x, d + 1)) return false; count++; ${bit ? `seen |= ${bit};` : ""} break; }`,
       );
@@ -559,15 +572,20 @@ return true;`;
   }
 }
 
-function generate(schema: zc.$ZodType): BjsonEncoder {
-  const generator = new Generator();
+/**
+ * The encoder `generator` writes for `schema`, compiled into one function. `wrapped` encodes
+ * `encodeToolResult`'s form: the value as element 0 of a one-element array.
+ */
+export function generate(schema: zc.$ZodType, generator = new Generator(), wrapped = false): BjsonEncoder {
   const root = generator.node(schema);
-  const source = `"use strict";\nlet w;\nconst S = new Int32Array(${generator.slots});\n${generator.functions.join("\n")}\nreturn (writer, value) => { w = writer; S.fill(0); return ${root}(value, 0); };`;
+  const start = wrapped ? `w.array(1); return ${root}(value, 1);` : `return ${root}(value, 0);`;
+  const source = `"use strict";\nlet w;\nconst S = new Int32Array(${generator.slots});\n${generator.functions.join("\n")}\nreturn (writer, value) => { w = writer; S.fill(0); ${start} };`;
   // Keys reach the source only as JSON string literals; other values only through K.
-  const factory = new Function("K", "any", "isArray", "getPrototypeOf", "arrayPrototype", "isPlainRecord", "MAX_DEPTH", source) as (
+  const externals = generator.externals();
+  const factory = new Function("K", "any", "isArray", "getPrototypeOf", "arrayPrototype", "isPlainRecord", "MAX_DEPTH", ...Object.keys(externals), source) as (
     ...args: unknown[]
   ) => (w: BjsonWriter, value: unknown) => boolean;
-  const encode = factory(generator.constants, encodeAny, isArray, getPrototypeOf, arrayPrototype, isPlainRecord, MAX_BJSON_DEPTH);
+  const encode = factory(generator.constants, encodeAny, isArray, getPrototypeOf, arrayPrototype, isPlainRecord, MAX_BJSON_DEPTH, ...Object.values(externals));
   return (value) => run(encode, value);
 }
 

@@ -7,7 +7,7 @@
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
-import { compiledModule } from "./wasm-module.js";
+import { compiledModule, moduleIfCompiled } from "./wasm-module.js";
 import { HostBridge, type BridgeMessage } from "./ring.js";
 import { formatSettle, parseBatch } from "./bridge-format.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
@@ -247,6 +247,7 @@ export class SandboxEngine {
   private spawn(): Slot {
     const abortBuffer = new SharedArrayBuffer(4);
     const bridge = new HostBridge();
+    const wasmModule = moduleIfCompiled();
     const worker = new Worker(this.entry, {
       workerData: {
         prelude: this.prelude,
@@ -255,7 +256,8 @@ export class SandboxEngine {
         maxHeldBytes: this.options.idleBytes ?? DEFAULT_IDLE_BYTES,
         defaultMemoryBytes: this.options.defaultMemoryBytes,
         bridge: bridge.init,
-        wasmModule: compiledModule(),
+        // The first worker boots while the module compiles, and gets it by message (below).
+        ...(wasmModule ? { wasmModule } : {}),
         snapshots: this.snapshots,
         spinners: this.spinners,
         maxSpinners: Math.max(1, availableParallelism() - 1),
@@ -319,6 +321,15 @@ export class SandboxEngine {
       this.onExit(slot, undefined);
     });
     this.slots.add(slot);
+    if (!wasmModule) {
+      try {
+        worker.postMessage({ type: "module", module: compiledModule() });
+      } catch (error) {
+        // The worker would wait for it forever: count it as a worker that could not start.
+        this.onExit(slot, new Error(`the QuickJS WebAssembly module could not be compiled: ${(error as Error).message}`));
+        void worker.terminate();
+      }
+    }
     return slot;
   }
 

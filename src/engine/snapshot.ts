@@ -26,7 +26,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
 import { randomFillSync } from "node:crypto";
-import { Lifetime, QuickJSContext, QuickJSRuntime, type QuickJSHandle } from "quickjs-emscripten";
+import { Lifetime, QuickJSContext, QuickJSRuntime, type QuickJSHandle } from "quickjs-emscripten-core";
 import { readWasmBinary } from "./wasm-binary.js";
 import { newWasmInstance, type WasmInstance } from "./wasm-instance.js";
 

@@ -9,11 +9,21 @@ import { createRequire } from "node:module";
 
 let compiled: WebAssembly.Module | undefined;
 
+function wasmPath(): string {
+  return createRequire(import.meta.url).resolve("@jitl/quickjs-wasmfile-release-sync/wasm");
+}
+
+/**
+ * The module, compiled now on this thread if nobody has yet. The host compiles it right after it
+ * started its first worker, while that thread boots (synchronously: ~10 ms, where an async
+ * WebAssembly.compile competing with the booting worker for two cores took 50-100 ms).
+ */
 export function compiledModule(): WebAssembly.Module {
-  if (!compiled) {
-    const require = createRequire(import.meta.url);
-    compiled = new WebAssembly.Module(readFileSync(require.resolve("@jitl/quickjs-wasmfile-release-sync/wasm")));
-  }
+  return (compiled ??= new WebAssembly.Module(readFileSync(wasmPath())));
+}
+
+/** The module if it is compiled already. */
+export function moduleIfCompiled(): WebAssembly.Module | undefined {
   return compiled;
 }
 

@@ -31,8 +31,11 @@ interface WorkerConfig {
   defaultMemoryBytes: number;
   /** The shared-memory bridge: tool results in, the run's messages out (runs and aborts come by postMessage). */
   bridge: BridgeInit;
-  /** The QuickJS module as the host compiled it (its code is shared, not compiled again). */
-  wasmModule: WebAssembly.Module;
+  /**
+   * The QuickJS module as the host compiled it (its code is shared, not compiled again); absent
+   * for the host's first worker, which boots while the host compiles and gets it by message.
+   */
+  wasmModule?: WebAssembly.Module;
   /** This build's memory layout, when an earlier worker derived it (or a test imposes one). */
   layout?: MemoryLayout;
   /** Workers spinning while they wait for a tool result (one Int32 shared by the engine's workers), and how many may. */
@@ -45,8 +48,18 @@ interface WorkerConfig {
 const config = workerData as WorkerConfig;
 /** How long a new worker waits for its first run before it starts its background work anyway. */
 const BACKGROUND_DELAY_MS = 100;
-useCompiledModule(config.wasmModule);
 const port = parentPort!;
+const moduleReady = config.wasmModule
+  ? Promise.resolve(useCompiledModule(config.wasmModule))
+  : new Promise<void>((resolve) => {
+      const adopt = (message: { type?: string; module?: WebAssembly.Module }) => {
+        if (message.type !== "module" || !message.module) return;
+        port.off("message", adopt);
+        useCompiledModule(message.module);
+        resolve();
+      };
+      port.on("message", adopt);
+    });
 const abortFlag = new Int32Array(config.abortBuffer);
 const instances = new Map<string, WasmInstance>();
 let spare: Promise<WasmInstance> | undefined;
@@ -292,7 +305,6 @@ port.on("message", (message: HostToWorker) => {
   }
 });
 
-prepareSpare(pagesFor(config.defaultMemoryBytes));
 /** Start-up work that is not needed for a run: after the first run, or once the worker sat idle a while. */
 let backgroundStarted = false;
 function startBackground(): void {
@@ -354,4 +366,7 @@ async function startUp(): Promise<void> {
     readySnapshots.push(snapshot.instance);
   }
 }
-spare!.then(ready, ready);
+void moduleReady.then(() => {
+  prepareSpare(pagesFor(config.defaultMemoryBytes));
+  spare!.then(ready, ready);
+});

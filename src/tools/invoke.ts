@@ -14,6 +14,8 @@ import { checkCompactResult } from "./view-schemas.js";
 import { approvalDigest } from "./canonical.js";
 import type { PostErrorEvent, ResultView, ToolCallResult, ToolContext, ToolHooks, ToolRef } from "./types.js";
 import { ToolCallTrace, type TraceScope } from "../tracing.js";
+import type { BjsonEncoding } from "../engine/bjson.js";
+import { projectingEncoderFor } from "./guest-encoding.js";
 
 /** One call at the approval gate: after preCall, before the tool runs. */
 export interface ApprovalRequest {
@@ -69,10 +71,33 @@ interface Checked {
   view?: ResultView;
 }
 
-function checkOptions(options: unknown): Required<Pick<InvokeOptions, "ctx" | "outputBudget" | "development">> & InvokeOptions {
-  const where = "invokeTool: options";
-  if (!isPlainObject(options)) throw new TypeError(`${where} must be an object { ctx, hooks?, outputBudget?, development?, pinnedResultView? }, received ${describeValue(options)}`);
-  const ctx = options.ctx;
+/** The options every call of one caller shares, validated once (`prepareCalls`) instead of on every call. */
+export type CallerOptions = Omit<InvokeOptions, "ctx" | "approval">;
+
+/** What varies per call: its context and, for a program's run, the gate that holds it for a person. */
+export interface PerCall {
+  ctx: ToolContext;
+  approval?: ApprovalGate;
+}
+
+interface Settings {
+  hooks: ToolHooks | undefined;
+  outputBudget: number;
+  development: boolean;
+  bound: BoundOutput;
+  pinnedResultView: ResultView | undefined;
+  programOnly: boolean;
+  trace: TraceScope | undefined;
+}
+
+const WHERE = "invokeTool: options";
+
+function checkOptionsObject(options: unknown): asserts options is Record<string, unknown> {
+  if (!isPlainObject(options)) throw new TypeError(`${WHERE} must be an object { ctx, hooks?, outputBudget?, development?, pinnedResultView? }, received ${describeValue(options)}`);
+}
+
+function checkContext(ctx: unknown): ToolContext {
+  const where = WHERE;
   if (ctx === null || typeof ctx !== "object") throw new TypeError(`${where}.ctx must be an object { signal, callId, runId, depth }, received ${describeValue(ctx)}`);
   const c = ctx as Record<string, unknown>;
   if (!(c.signal instanceof AbortSignal)) throw new TypeError(`${where}.ctx.signal must be an AbortSignal, received ${describeValue(c.signal)}`);
@@ -81,6 +106,19 @@ function checkOptions(options: unknown): Required<Pick<InvokeOptions, "ctx" | "o
   if (typeof c.depth !== "number" || !Number.isInteger(c.depth) || c.depth < 0) throw new TypeError(`${where}.ctx.depth must be an integer ≥ 0, received ${String(c.depth)}`);
   if (c.taskId !== undefined && typeof c.taskId !== "string") throw new TypeError(`${where}.ctx.taskId must be a string, received ${describeValue(c.taskId)}`);
   if (c.deadline !== undefined && !Number.isFinite(c.deadline)) throw new TypeError(`${where}.ctx.deadline must be epoch milliseconds, received ${describeValue(c.deadline)}`);
+  return ctx as ToolContext;
+}
+
+function checkApprovalGate(approval: unknown): ApprovalGate | undefined {
+  if (approval !== undefined && typeof approval !== "function") {
+    throw new TypeError(`${WHERE}.approval must be a function (request) => Promise<"allow" | { deny }>, received ${describeValue(approval)}`);
+  }
+  return approval as ApprovalGate | undefined;
+}
+
+/** Everything but `ctx` and `approval` (checked per call, in this order, between `ctx` and the rest). */
+function checkSettings(options: Record<string, unknown>, approval: () => void): Settings {
+  const where = WHERE;
   const hooks = options.hooks;
   if (hooks !== undefined) {
     if (hooks === null || typeof hooks !== "object") throw new TypeError(`${where}.hooks must be an object { approve?, preCall?, postCall?, postError? }, received ${describeValue(hooks)}`);
@@ -99,19 +137,19 @@ function checkOptions(options: unknown): Required<Pick<InvokeOptions, "ctx" | "o
   if (pinned !== undefined && pinned !== "compact" && pinned !== "full") {
     throw new TypeError(`${where}.pinnedResultView must be "compact" or "full", received ${JSON.stringify(pinned) ?? describeValue(pinned)}`);
   }
-  if (options.approval !== undefined && typeof options.approval !== "function") {
-    throw new TypeError(`${where}.approval must be a function (request) => Promise<"allow" | { deny }>, received ${describeValue(options.approval)}`);
-  }
+  approval();
   const audience = options.audience;
   if (audience !== undefined && audience !== "model" && audience !== "program") {
     throw new TypeError(`${where}.audience must be "model" or "program", received ${JSON.stringify(audience) ?? describeValue(audience)}`);
   }
   return {
-    ...(options as unknown as InvokeOptions),
-    ctx: ctx as unknown as ToolContext,
+    hooks: hooks as ToolHooks | undefined,
     outputBudget: validateBudget(options.outputBudget, `${where}.outputBudget`),
     development: options.development === true,
-    ...(typeof options.boundOutput === "function" ? { boundOutput: options.boundOutput as BoundOutput } : {}),
+    bound: typeof options.boundOutput === "function" ? (options.boundOutput as BoundOutput) : boundText,
+    pinnedResultView: pinned as ResultView | undefined,
+    programOnly: audience === "program",
+    trace: options.trace as TraceScope | undefined,
   };
 }
 
@@ -310,7 +348,8 @@ function refOf(tool: Tool): ToolRef {
  * Throws ToolError whenever the tool did not succeed; `errorResult` turns that into channels.
  */
 export async function invokeTool(tool: Tool, input: unknown, options: InvokeOptions): Promise<ToolCallResult> {
-  return (await invoke(tool, input, options)).result;
+  const [settings, per] = checkInvokeOptions(options);
+  return (await perform(newCall(tool, input, settings, per, settings.programOnly, false))).result!;
 }
 
 /**
@@ -321,132 +360,317 @@ export async function invokeTool(tool: Tool, input: unknown, options: InvokeOpti
  * never built. The caller sends it across as JSON, which makes it a JSON copy.
  */
 export async function invokeToolForProgram(tool: Tool, input: unknown, options: Omit<InvokeOptions, "audience">): Promise<unknown> {
-  const { result, record } = await invoke(tool, input, options, true);
-  return tool.hasOutput ? result.structuredContent : record;
+  const [settings, per] = checkInvokeOptions(options);
+  return programValue(await perform(newCall(tool, input, settings, per, true, false)));
 }
 
-async function invoke(tool: Tool, input: unknown, options: InvokeOptions, forProgram = false): Promise<{ result: ToolCallResult; record: unknown }> {
+/** What a program's call resolves to, ready to cross into the guest. */
+export interface GuestResult {
+  /**
+   * The value in QuickJS's own format (`encodeToolResult`'s form), when the record was checked,
+   * projected and encoded in one pass by its output schema's generated encoder.
+   */
+  encoded?: BjsonEncoding;
+  /** The value as `invokeToolForProgram` gives it (built on first use when `encoded` is present). */
+  value(): unknown;
+}
+
+/** Invocation with the shared options checked once: what a program's run uses for each of its calls. */
+export interface ToolCaller {
+  invoke(tool: Tool, input: unknown, call: PerCall): Promise<ToolCallResult>;
+  forProgram(tool: Tool, input: unknown, call: PerCall): Promise<unknown>;
+  /** `forProgram`, with the value encoded for the guest in the same pass when `binary` and the tool's output schema allow it. */
+  forGuest(tool: Tool, input: unknown, call: PerCall, binary: boolean): Promise<GuestResult>;
+}
+
+/** A ToolCaller for `options` (everything but `ctx` and `approval`), checked here once, with invokeTool's errors. */
+export function prepareCalls(options: CallerOptions): ToolCaller {
+  checkOptionsObject(options);
+  if (Object.hasOwn(options, "ctx") || Object.hasOwn(options, "approval")) throw new TypeError(`prepareCalls: "ctx" and "approval" are given per call, not here`);
+  const settings = checkSettings(options, () => undefined);
+  const percall = (call: PerCall): PerCall => {
+    checkContext(call.ctx);
+    checkApprovalGate(call.approval);
+    return call;
+  };
+  return {
+    invoke: async (tool, input, call) => (await perform(newCall(tool, input, settings, percall(call), settings.programOnly, false))).result!,
+    forProgram: async (tool, input, call) => programValue(await perform(newCall(tool, input, settings, percall(call), true, false))),
+    forGuest: async (tool, input, call, binary) => {
+      const done = await perform(newCall(tool, input, settings, percall(call), true, binary));
+      if (done.encoded) {
+        let value: { of: unknown } | undefined;
+        const encoded = done.encoded;
+        return { encoded, value: () => (value ??= { of: projectView(done.tool, done.plan!, done.record) }).of };
+      }
+      const value = programValue(done);
+      return { value: () => value };
+    },
+  };
+}
+
+function checkInvokeOptions(options: unknown): [Settings, PerCall] {
+  checkOptionsObject(options);
+  const ctx = checkContext(options.ctx);
+  let approval: ApprovalGate | undefined;
+  const settings = checkSettings(options, () => {
+    approval = checkApprovalGate(options.approval);
+  });
+  return [settings, approval === undefined ? { ctx } : { ctx, approval }];
+}
+
+/**
+ * One call as it moves through the stages (prepare → approve → execute → finalize): what each
+ * stage reads, and what it leaves for the next. `stage` names the one running, for postError.
+ */
+interface Call {
+  readonly tool: Tool;
+  readonly impl: ToolInternals;
+  readonly settings: Settings;
+  readonly approval: ApprovalGate | undefined;
+  readonly traced: ToolCallTrace | undefined;
+  readonly ctx: ToolContext;
+  readonly ref: ToolRef;
+  /** The view the caller fixed, for a tool with views. */
+  readonly pinned: ResultView | undefined;
+  /** A program reads the result: the model text and details are not built. */
+  readonly programOnly: boolean;
+  /** The guest reads the result: encode it in QuickJS's format in the projection's pass when the schema allows. */
+  readonly binary: boolean;
+  stage: PostErrorEvent["stage"];
+  /** The input as sent (after a preCall patch), `result_view` included. */
+  sent: unknown;
+  checked: Checked | undefined;
+  /** Set once the call passed the gate: the view its result is projected on. */
+  view: ResultView | undefined;
+  returned: unknown;
+  record: unknown;
+  overrides: Overrides;
+  /** The tool flagged its own result as a failure (`toolResult(…, { isError: true })`): the model's result says so. */
+  isError?: boolean;
+  result: ToolCallResult | undefined;
+  /** The schema the record was projected on (for `encoded`: what the value is projected on when asked for). */
+  plan: ViewPlan | undefined;
+  encoded: BjsonEncoding | undefined;
+}
+
+function newCall(tool: Tool, input: unknown, settings: Settings, per: PerCall, programOnly: boolean, binary: boolean): Call {
   const impl = toolInternals(tool, "invokeTool: tool");
-  const opts = checkOptions(options);
-  if (forProgram) opts.audience = "program";
-  const traced = opts.trace && ToolCallTrace.start(opts.trace, tool, opts.ctx, input);
-  const ctx = traced ? { ...opts.ctx, trace: traced.scope } : opts.ctx;
-  const { hooks } = opts;
-  const pinned = tool.hasResultViews ? opts.pinnedResultView : undefined;
-  const ref = refOf(tool);
-  let stage: PostErrorEvent["stage"] = "input";
-  let sent: unknown = input;
-  let view: ResultView | undefined;
+  const traced = settings.trace && ToolCallTrace.start(settings.trace, tool, per.ctx, input);
+  return {
+    tool,
+    impl,
+    settings,
+    approval: per.approval,
+    traced: traced || undefined,
+    ctx: traced ? { ...per.ctx, trace: traced.scope } : per.ctx,
+    ref: refOf(tool),
+    pinned: tool.hasResultViews ? settings.pinnedResultView : undefined,
+    programOnly,
+    binary,
+    stage: "input",
+    sent: input,
+    checked: undefined,
+    view: undefined,
+    returned: undefined,
+    record: undefined,
+    overrides: {},
+    result: undefined,
+    plan: undefined,
+    encoded: undefined,
+  };
+}
+
+function programValue(call: Call): unknown {
+  return call.tool.hasOutput ? call.result!.structuredContent : call.record;
+}
+
+/** The stages in order; a failure in any goes to `fail` (postError) and is rethrown as a ToolError. */
+async function perform(call: Call): Promise<Call> {
   try {
-    let checked = checkInput(tool, impl, sent, pinned);
-    if (hooks?.preCall) {
-      stage = "pre_call";
-      let decision: unknown;
-      try {
-        decision = await hooks.preCall({
-          tool: ref,
-          input: sent as Record<string, unknown>,
-          has_result_views: tool.hasResultViews,
-          ...(pinned === undefined ? {} : { pinned_result_view: pinned }),
-          ctx,
-        });
-      } catch (err) {
-        throw new ToolError("tool_denied", `tool "${tool.id}" call denied: its preCall hook failed: ${messageOf(err)}`, { reason: "hook_failed", cause: err });
-      }
-      if (decision !== undefined && decision !== null) {
-        if (!isPlainObject(decision)) {
-          throw new ToolError("tool_denied", `tool "${tool.id}" call denied: its preCall hook returned ${describeValue(decision)}; expected nothing, { deny } or { input }`, { reason: "hook_failed" });
-        }
-        if (decision.deny !== undefined) {
-          const reason = typeof decision.reason === "string" && decision.reason !== "" ? decision.reason : "hook_denied";
-          throw new ToolError("tool_denied", `tool "${tool.id}" call denied: ${textOf(decision.deny)}`, { reason });
-        }
-        if (decision.input !== undefined) {
-          stage = "input";
-          sent = decision.input;
-          checked = checkInput(tool, impl, sent, pinned);
-        }
-      }
-    }
-    stage = "approval";
-    await passApprovalGate(tool, impl, sent as Record<string, unknown>, ctx, hooks, opts.approval);
-    view = checked.view;
-    if (ctx.signal.aborted) {
-      throw new ToolError("tool_aborted", `tool "${tool.id}" was cancelled before it ran`);
-    }
-    stage = "execute";
-    let returned: unknown;
-    try {
-      returned = await (traced ? traced.run(() => impl.execute(checked.args, ctx)) : impl.execute(checked.args, ctx));
-    } catch (err) {
-      if (err instanceof ToolError) throw err;
-      if (ctx.signal.aborted) throw new ToolError("tool_aborted", `tool "${tool.id}" was cancelled: ${messageOf(err)}`, { cause: err });
-      throw new ToolError("tool_failed", messageOf(err), { cause: err });
-    }
-    stage = "output";
-    const wrapped = asToolResult(returned, { brandedOnly: impl.recordHasOutputKey });
-    let record = wrapped ? wrapped.output : returned;
-    const overrides: Overrides = {};
-    if (wrapped && wrapped.modelOutput !== undefined) overrides.modelOutput = { value: wrapped.modelOutput };
-    if (wrapped && Object.hasOwn(wrapped, "details")) overrides.details = { value: wrapped.details };
-    const programOnly = opts.audience === "program";
-    const bound = opts.boundOutput ?? boundText;
-    let result = buildChannels(tool, impl, record, view, overrides, opts.outputBudget, opts.development, programOnly, bound);
-    if (hooks?.postCall) {
-      let decision: unknown;
-      try {
-        decision = await hooks.postCall({
-          tool: ref,
-          input: sent as Record<string, unknown>,
-          has_result_views: tool.hasResultViews,
-          ...(view === undefined ? {} : { result_view: view }),
-          record,
-          result,
-          ctx,
-        });
-      } catch (err) {
-        const warning = `tool "${tool.id}" postCall hook failed: ${messageOf(err)}`;
-        result.warnings = [...(result.warnings ?? []), warning];
-        if (result.details !== undefined) result.details = withWarnings(result.details, [warning]);
-        decision = undefined;
-      }
-      if (isPlainObject(decision) && (decision.record !== undefined || decision.modelOutput !== undefined)) {
-        // Model text and details built from the unredacted record must not survive a redaction.
-        const next: Overrides = {};
-        if (decision.record !== undefined) {
-          record = decision.record;
-        } else {
-          if (overrides.modelOutput) next.modelOutput = overrides.modelOutput;
-          if (overrides.details) next.details = overrides.details;
-        }
-        if (decision.modelOutput !== undefined) next.modelOutput = { value: decision.modelOutput };
-        result = buildChannels(tool, impl, record, view, next, opts.outputBudget, opts.development, programOnly, bound);
-      }
-    }
-    // The tool flagged its own result as a failure (a program that failed): the model sees an error.
-    if (wrapped?.isError === true && !programOnly) result.isError = true;
-    traced?.succeeded(view, record, programOnly ? undefined : result.content.map((c) => c.text).join("\n"));
-    return { result, record };
+    // Stages with nothing to wait for return nothing, and cost no turn of the microtask queue.
+    const preparing = prepare(call);
+    if (preparing) await preparing;
+    const approving = approve(call);
+    if (approving) await approving;
+    await execute(call);
+    const finalizing = finalize(call);
+    if (finalizing) await finalizing;
+    return call;
   } catch (err) {
-    const error = err instanceof ToolError ? err : new ToolError("tool_failed", messageOf(err), { cause: err });
-    traced?.failed(error, stage, view);
-    if (hooks?.postError) {
-      try {
-        await hooks.postError({
-          tool: ref,
-          input: sent,
-          has_result_views: tool.hasResultViews,
-          ...(view === undefined ? {} : { result_view: view }),
-          stage,
-          error,
-          ctx,
-        });
-      } catch {
-        // The call already failed; a failing observer must not replace the error the caller needs.
-      }
-    }
-    throw error;
+    throw await fail(call, err);
   }
+}
+
+/** Input checks, then the preCall hook, which may deny the call or replace its input (checked again). */
+function prepare(call: Call): Promise<void> | undefined {
+  call.checked = checkInput(call.tool, call.impl, call.sent, call.pinned);
+  if (!call.settings.hooks?.preCall) return undefined;
+  return preCall(call, call.settings.hooks.preCall);
+}
+
+async function preCall(call: Call, hook: NonNullable<ToolHooks["preCall"]>): Promise<void> {
+  const { tool } = call;
+  call.stage = "pre_call";
+  let decision: unknown;
+  try {
+    decision = await hook({
+      tool: call.ref,
+      input: call.sent as Record<string, unknown>,
+      has_result_views: tool.hasResultViews,
+      ...(call.pinned === undefined ? {} : { pinned_result_view: call.pinned }),
+      ctx: call.ctx,
+    });
+  } catch (err) {
+    throw new ToolError("tool_denied", `tool "${tool.id}" call denied: its preCall hook failed: ${messageOf(err)}`, { reason: "hook_failed", cause: err });
+  }
+  if (decision === undefined || decision === null) return;
+  if (!isPlainObject(decision)) {
+    throw new ToolError("tool_denied", `tool "${tool.id}" call denied: its preCall hook returned ${describeValue(decision)}; expected nothing, { deny } or { input }`, { reason: "hook_failed" });
+  }
+  if (decision.deny !== undefined) {
+    const reason = typeof decision.reason === "string" && decision.reason !== "" ? decision.reason : "hook_denied";
+    throw new ToolError("tool_denied", `tool "${tool.id}" call denied: ${textOf(decision.deny)}`, { reason });
+  }
+  if (decision.input !== undefined) {
+    call.stage = "input";
+    call.sent = decision.input;
+    call.checked = checkInput(tool, call.impl, call.sent, call.pinned);
+  }
+}
+
+/** The approval gate, when anything can hold the call there; then the view is settled and a cancelled call stops. */
+function approve(call: Call): Promise<void> | undefined {
+  call.stage = "approval";
+  const { hooks } = call.settings;
+  if (!hooks?.approve && call.impl.approval === undefined && call.approval === undefined) {
+    settleView(call);
+    return undefined;
+  }
+  return passApprovalGate(call.tool, call.impl, call.sent as Record<string, unknown>, call.ctx, hooks, call.approval).then(() => settleView(call));
+}
+
+function settleView(call: Call): void {
+  call.view = call.checked!.view;
+  if (call.ctx.signal.aborted) throw new ToolError("tool_aborted", `tool "${call.tool.id}" was cancelled before it ran`);
+}
+
+async function execute(call: Call): Promise<void> {
+  call.stage = "execute";
+  const { impl, ctx, traced } = call;
+  const args = call.checked!.args;
+  try {
+    call.returned = await (traced ? traced.run(() => impl.execute(args, ctx)) : impl.execute(args, ctx));
+  } catch (err) {
+    if (err instanceof ToolError) throw err;
+    if (ctx.signal.aborted) throw new ToolError("tool_aborted", `tool "${call.tool.id}" was cancelled: ${messageOf(err)}`, { cause: err });
+    throw new ToolError("tool_failed", messageOf(err), { cause: err });
+  }
+}
+
+/** The record, its channels (or, for the guest, its encoding), the postCall hook, the trace. */
+function finalize(call: Call): Promise<void> | undefined {
+  call.stage = "output";
+  const { impl, returned } = call;
+  const wrapped = asToolResult(returned, { brandedOnly: impl.recordHasOutputKey });
+  call.record = wrapped ? wrapped.output : returned;
+  if (wrapped && wrapped.modelOutput !== undefined) call.overrides.modelOutput = { value: wrapped.modelOutput };
+  if (wrapped && Object.hasOwn(wrapped, "details")) call.overrides.details = { value: wrapped.details };
+  if (wrapped?.isError === true) call.isError = true;
+  const postCallHook = call.settings.hooks?.postCall;
+  if (!(call.binary && !postCallHook && encodeForGuest(call))) call.result = channels(call, call.overrides);
+  if (!postCallHook) {
+    succeeded(call);
+    return undefined;
+  }
+  return postCall(call, postCallHook).then(() => succeeded(call));
+}
+
+function channels(call: Call, overrides: Overrides): ToolCallResult {
+  const { settings } = call;
+  return buildChannels(call.tool, call.impl, call.record, call.view, overrides, settings.outputBudget, settings.development, call.programOnly, settings.bound);
+}
+
+/**
+ * The guest's fast path: the record checked against the selected schema, projected on it and
+ * encoded in one pass (docs/tool-contract.md: the same value the JSON path gives). Only where
+ * nothing else must see the projected object: no postCall hook, no per-result subset check, no
+ * development cross-check. False sends the call down the ordinary path, with its exact errors.
+ */
+function encodeForGuest(call: Call): boolean {
+  const { impl } = call;
+  if (call.settings.development) return false;
+  const selected = call.view ?? "compact";
+  const plan = impl.views ? impl.views[selected] : impl.output;
+  if (!plan || (impl.views && selected === "compact" && impl.subsetChecks)) return false;
+  const encoded = projectingEncoderFor(plan.zod)(call.record);
+  if (!encoded) return false;
+  call.plan = plan;
+  call.encoded = encoded;
+  call.result = { content: [] };
+  return true;
+}
+
+async function postCall(call: Call, hook: NonNullable<ToolHooks["postCall"]>): Promise<void> {
+  const { tool } = call;
+  const result = call.result!;
+  let decision: unknown;
+  try {
+    decision = await hook({
+      tool: call.ref,
+      input: call.sent as Record<string, unknown>,
+      has_result_views: tool.hasResultViews,
+      ...(call.view === undefined ? {} : { result_view: call.view }),
+      record: call.record,
+      result,
+      ctx: call.ctx,
+    });
+  } catch (err) {
+    const warning = `tool "${tool.id}" postCall hook failed: ${messageOf(err)}`;
+    result.warnings = [...(result.warnings ?? []), warning];
+    if (result.details !== undefined) result.details = withWarnings(result.details, [warning]);
+    return;
+  }
+  if (!isPlainObject(decision) || (decision.record === undefined && decision.modelOutput === undefined)) return;
+  // Model text and details built from the unredacted record must not survive a redaction.
+  const next: Overrides = {};
+  if (decision.record !== undefined) {
+    call.record = decision.record;
+  } else {
+    if (call.overrides.modelOutput) next.modelOutput = call.overrides.modelOutput;
+    if (call.overrides.details) next.details = call.overrides.details;
+  }
+  if (decision.modelOutput !== undefined) next.modelOutput = { value: decision.modelOutput };
+  call.result = channels(call, next);
+}
+
+function succeeded(call: Call): void {
+  if (call.isError && !call.programOnly) call.result!.isError = true;
+  call.traced?.succeeded(call.view, call.record, call.programOnly ? undefined : call.result!.content.map((c) => c.text).join("\n"));
+}
+
+/** The error the caller gets, after the trace and the postError hook saw it. */
+async function fail(call: Call, err: unknown): Promise<ToolError> {
+  const error = err instanceof ToolError ? err : new ToolError("tool_failed", messageOf(err), { cause: err });
+  const { stage, view } = call;
+  call.traced?.failed(error, stage, view);
+  const hook = call.settings.hooks?.postError;
+  if (hook) {
+    try {
+      await hook({
+        tool: call.ref,
+        input: call.sent,
+        has_result_views: call.tool.hasResultViews,
+        ...(view === undefined ? {} : { result_view: view }),
+        stage,
+        error,
+        ctx: call.ctx,
+      });
+    } catch {
+      // The call already failed; a failing observer must not replace the error the caller needs.
+    }
+  }
+  return error;
 }
 
 /**
@@ -455,7 +679,6 @@ async function invoke(tool: Tool, input: unknown, options: InvokeOptions, forPro
  * and is refused where nothing can ask one (a direct call, a subagent task, a workflow step).
  */
 async function passApprovalGate(tool: Tool, impl: ToolInternals, input: Record<string, unknown>, ctx: ToolContext, hooks: ToolHooks | undefined, gate: ApprovalGate | undefined): Promise<void> {
-  if (!hooks?.approve && impl.approval === undefined && gate === undefined) return;
   // The digest costs a canonical JSON of the input: only for the hook, or for a call that needs a person.
   let digest = hooks?.approve ? approvalDigest(tool.id, input) : "";
   let toolRequires = false;

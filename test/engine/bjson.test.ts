@@ -4,52 +4,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { z } from "zod";
-import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
+import type { QuickJSContext } from "quickjs-emscripten";
 import { BJSON_VERSION, MAX_BJSON_DEPTH, bjsonSelfTest, decodeInGuest, encodePlainJson, encoderFor, type BjsonEncoding } from "../../src/engine/bjson.js";
 import { newWasmInstance, pagesFor } from "../../src/engine/wasm-instance.js";
+import { guestValues, type GuestValues } from "./guest-values.js";
 
-let runtime: QuickJSRuntime;
+let guest: GuestValues;
 let context: QuickJSContext;
-let compare: QuickJSHandle;
-let parse: QuickJSHandle;
 
 beforeAll(async () => {
-  const instance = await newWasmInstance(pagesFor(64 * 1024 * 1024));
-  runtime = instance.module.newRuntime();
-  runtime.setMaxStackSize(1024 * 1024);
-  context = runtime.newContext();
-  // The first difference between two guest values, as a path, or "" when they are the same value:
-  // same types and prototypes, Object.is for primitives, the same own keys in the same order, the
-  // same property attributes, string contents unit by unit.
-  compare = context.unwrapResult(
-    context.evalCode(`(function same(a, b, path) {
-      path = path || "$";
-      if (typeof a !== typeof b) return path + ": " + typeof a + " vs " + typeof b;
-      if (a === null || typeof a !== "object") return Object.is(a, b) ? "" : path + ": " + String(a) + " vs " + String(b);
-      if (b === null) return path + ": null";
-      if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return path + ": prototypes differ";
-      if (Array.isArray(a) !== Array.isArray(b)) return path + ": array vs object";
-      const ka = Reflect.ownKeys(a), kb = Reflect.ownKeys(b);
-      if (ka.length !== kb.length) return path + ": " + ka.length + " keys vs " + kb.length;
-      for (let i = 0; i < ka.length; i++) {
-        if (ka[i] !== kb[i]) return path + ": key " + String(ka[i]) + " vs " + String(kb[i]);
-        const da = Object.getOwnPropertyDescriptor(a, ka[i]), db = Object.getOwnPropertyDescriptor(b, kb[i]);
-        if (da.writable !== db.writable || da.enumerable !== db.enumerable || da.configurable !== db.configurable) return path + "." + String(ka[i]) + ": attributes differ";
-        const inner = same(da.value, db.value, path + "." + String(ka[i]));
-        if (inner) return inner;
-      }
-      return "";
-    })`),
-  );
-  parse = context.unwrapResult(context.evalCode(`(text) => JSON.parse(text)`));
+  guest = await guestValues();
+  context = guest.context;
 });
 
-afterAll(() => {
-  compare.dispose();
-  parse.dispose();
-  context.dispose();
-  runtime.dispose();
-});
+afterAll(() => guest.dispose());
 
 /** The difference between the guest's value through each path ("" when none), and the JSON-length check. */
 function bothPaths(value: unknown, encoding: BjsonEncoding): string {
@@ -58,22 +26,7 @@ function bothPaths(value: unknown, encoding: BjsonEncoding): string {
   expect(encoding.jsonBytesAtMost).toBeGreaterThanOrEqual(exact);
   // Exact but for doubles, each counted at the longest a double's JSON can be.
   expect(encoding.jsonBytesAtMost - exact).toBe(doublesSlack(value));
-  const text = context.newString(json);
-  const viaJson = context.unwrapResult(context.callFunction(parse, context.undefined, text));
-  text.dispose();
-  const decoded = decodeInGuest(context, encoding.bytes);
-  if (!("value" in decoded)) {
-    const error = "error" in decoded ? context.dump(decoded.error) : "out of memory";
-    if ("error" in decoded) decoded.error.dispose();
-    viaJson.dispose();
-    return `decode failed: ${JSON.stringify(error)}`;
-  }
-  const verdict = context.unwrapResult(context.callFunction(compare, context.undefined, decoded.value, viaJson));
-  const difference = context.getString(verdict);
-  verdict.dispose();
-  decoded.value.dispose();
-  viaJson.dispose();
-  return difference;
+  return guest.difference(json, encoding.bytes);
 }
 
 /** What the bound adds for the doubles in `value` (JSON.stringify order; keys with undefined values are left out). */

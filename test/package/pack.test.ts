@@ -94,17 +94,18 @@ describe("the packed package, installed into another project", () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it("packs the compiled library and CLI with LICENSE and README: no sources, tests, benchmarks or source maps", () => {
-    for (const file of ["LICENSE", "README.md", "package.json", "bin/codemode.js", "sandbox/prelude.js", "dist/src/index.js", "dist/src/index.d.ts", "dist/src/cli/main.js", "dist/src/engine/worker.js", "dist/src/workspace/scan-worker.js"]) {
+  it("packs the bundled library and CLI with LICENSE, README and the declarations: no sources, tests, benchmarks, source maps or unbundled modules", () => {
+    for (const file of ["LICENSE", "README.md", "package.json", "bin/codemode.js", "sandbox/prelude.js", "dist/bundle/index.js", "dist/src/index.d.ts", "dist/bundle/cli/main.js", "dist/bundle/engine/worker.js", "dist/bundle/workspace/scan-worker.js", "dist/bundle/tasks/redis/store-thread.js"]) {
       expect(packed, file).toContain(file);
     }
-    const outside = packed.filter((file) => !file.startsWith("dist/src/") && !file.startsWith("sandbox/") && !file.startsWith("bin/"));
+    const outside = packed.filter((file) => !file.startsWith("dist/src/") && !file.startsWith("dist/bundle/") && !file.startsWith("sandbox/") && !file.startsWith("bin/"));
     expect(outside).toStrictEqual(["LICENSE", "README.md", "package.json"]);
     expect(packed.filter((file) => file.endsWith(".map") || file.endsWith(".ts") && !file.endsWith(".d.ts"))).toStrictEqual([]);
-    // Every compiled module of src/ is there, and nothing from bench/ or test/.
-    const sources = walk(join(ROOT, "src")).filter((file) => file.endsWith(".ts")).map((file) => `dist/${file.slice(ROOT.length + 1).replace(/\.ts$/, ".js")}`);
-    for (const module of sources) expect(packed, module).toContain(module);
-    expect(packed.filter((file) => file.startsWith("dist/") && !sources.includes(file) && !file.endsWith(".d.ts"))).toStrictEqual([]);
+    // The code runs from the bundle only; dist/src holds the declarations of every module of src/, and nothing from bench/ or test/.
+    expect(packed.filter((file) => file.startsWith("dist/src/") && !file.endsWith(".d.ts"))).toStrictEqual([]);
+    const declarations = walk(join(ROOT, "src")).filter((file) => file.endsWith(".ts") && !file.endsWith(".d.ts")).map((file) => `dist/${file.slice(ROOT.length + 1).replace(/\.ts$/, ".d.ts")}`);
+    for (const module of declarations) expect(packed, module).toContain(module);
+    expect(packed.filter((file) => file.startsWith("dist/src/") && !declarations.includes(file))).toStrictEqual([]);
     const shipped = walk(installed).filter((file) => file.endsWith(".js"));
     expect(shipped.filter((file) => readFileSync(file, "utf8").includes("sourceMappingURL"))).toStrictEqual([]);
   });

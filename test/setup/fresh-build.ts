@@ -40,8 +40,16 @@ export function staleSources(root: string, folders: readonly string[] = COMPILED
   return stale.sort();
 }
 
+/** The bundle (dist/bundle, what bin/ and the package's exports load) is missing or older than a compiled module it is made from. */
+export function bundleStale(root: string): boolean {
+  const bundled = mtime(join(root, "dist", "bundle", "cli", "main.js"));
+  if (bundled === undefined) return existsSync(join(root, "rolldown.config.js"));
+  return walk(join(root, "dist", "src")).some((file) => file.endsWith(".js") && mtime(file)! > bundled);
+}
+
 export default function setup(): void {
   const stale = staleSources(ROOT);
+  if (stale.length === 0 && bundleStale(ROOT)) stale.push("dist/bundle");
   if (stale.length === 0) return;
   const shown = stale.length > 3 ? `${stale.slice(0, 3).join(", ")} and ${stale.length - 3} more` : stale.join(", ");
   process.stderr.write(`dist/ is older than ${shown}: running "npm run build" before the tests\n`);
