@@ -323,7 +323,8 @@ export class TaskHost {
    * Marks `lost` every active record whose owner is gone, and stops the processes that task left
    * running. Records of live owners — this host's or another host's on the same data dir, in any
    * PID namespace — are never touched. A record that cannot be marked (a full disk, a read-only
-   * data dir) is left for a later host, with a warning.
+   * data dir) is left for a later host, with a warning. A task of a lost queue worker goes
+   * through workerLost (lost, or queued again for an agent with retries); either is returned.
    */
   reapLost(): TaskRecord[] {
     const reaped: TaskRecord[] = [];
