@@ -15,15 +15,16 @@ import { NO_REDIS, RedisServer, redisInstalled } from "../helpers/redis-server.j
 
 if (!redisInstalled) console.warn(`skipping the Redis queue tests: ${NO_REDIS}`);
 
-describe.skipIf(!redisInstalled)("a host on a Redis queue with no worker", () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
+// One server for the file: each test has a queue (a key prefix) of its own.
+let server: RedisServer;
+beforeAll(async () => {
+  if (redisInstalled) server = await RedisServer.start();
+});
+afterAll(async () => {
+  await server?.stop();
+});
 
+describe.skipIf(!redisInstalled)("a host on a Redis queue with no worker", () => {
   it("queues script, command and openai tasks; past maxQueued waiting in the queue, task_queue_full; a stop cancels one there", async () => {
     const target = redisTarget({ url: server.url, queue: "idle" });
     const store = new RedisTaskStore(target);
@@ -63,14 +64,6 @@ describe.skipIf(!redisInstalled)("a host on a Redis queue with no worker", () =>
 });
 
 describe.skipIf(!redisInstalled)("retries and trace context on a Redis queue", () => {
-  let server: RedisServer;
-  beforeAll(async () => {
-    server = await RedisServer.start();
-  });
-  afterAll(async () => {
-    await server?.stop();
-  });
-
   const worker = { id: "worker-gone", host: "elsewhere", pid: 4242 };
   const gone = { pid: 4242, startTime: "Mon Jan  1 00:00:00 2024", hostId: "0".repeat(32) };
   /** What a worker's claim does to the record (the worker itself is gone by the time anyone looks). */
