@@ -1,9 +1,9 @@
 // OpenTelemetry tracing, through the API package only: a span per program run, a child span per
 // tool call, spans for each task's life and for stopping it, and the trace context a command agent
-// finds in its environment (TRACEPARENT). The tracer is the one createCodemode was given, else the
-// global provider's. With neither, `traceScope` answers undefined and nothing else here runs: the
-// rest of the runtime only ever checks for an absent scope. docs/tracing.md lists every name.
-import { context as otelContext, isSpanContextValid, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer, type TracerProvider } from "@opentelemetry/api";
+// finds in its environment (TRACEPARENT) and a queue job carries to its worker. The tracer is the
+// one createCodemode was given, else the global provider's. With neither, `traceScope` answers
+// undefined and nothing else here runs: the rest of the runtime only ever checks for an absent scope. docs/tracing.md lists every name.
+import { context as otelContext, createTraceState, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type SpanContext, type Tracer, type TracerProvider } from "@opentelemetry/api";
 import { packageVersion } from "./package-files.js";
 import { takeHead } from "./text.js";
 import type { TaskRecord, TaskStatus } from "./tasks/types.js";
@@ -292,15 +292,49 @@ export class StopTrace {
   }
 }
 
+/** A span's W3C trace context as text, to carry it across a process boundary (a queue job, an environment). */
+export interface TraceCarrier {
+  traceparent: string;
+  tracestate?: string;
+}
+
+const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+
+/** The W3C trace context of `scope`'s span, or undefined when nothing traces. */
+export function traceCarrier(scope: TraceScope | undefined): TraceCarrier | undefined {
+  const parent = scope && trace.getSpanContext(scope.context);
+  if (!parent || !isSpanContextValid(parent)) return undefined;
+  const carrier: TraceCarrier = { traceparent: `00-${parent.traceId}-${parent.spanId}-${(parent.traceFlags & 0xff).toString(16).padStart(2, "0")}` };
+  const state = parent.traceState?.serialize();
+  if (state) carrier.tracestate = state;
+  return carrier;
+}
+
+/**
+ * Where spans go under a context carried from another process (a queue job's): under its span,
+ * as a remote parent. A carrier that is absent or not a version-00 W3C traceparent gives the
+ * plain scope of `explicit` (a trace of its own), never an error: a job is not refused for it.
+ */
+export function carriedScope(explicit: Tracer | undefined, carrier: unknown): TraceScope | undefined {
+  const tracer = resolveTracer(explicit);
+  if (!tracer) return undefined;
+  const c = carrier as Partial<TraceCarrier> | null | undefined;
+  const m = typeof c?.traceparent === "string" ? TRACEPARENT.exec(c.traceparent) : null;
+  if (!m) return { tracer, context: otelContext.active() };
+  const spanContext: SpanContext = { traceId: m[1]!, spanId: m[2]!, traceFlags: Number.parseInt(m[3]!, 16), isRemote: true };
+  if (typeof c!.tracestate === "string" && c!.tracestate !== "") spanContext.traceState = createTraceState(c!.tracestate);
+  if (!isSpanContextValid(spanContext)) return { tracer, context: otelContext.active() };
+  return { tracer, context: trace.setSpanContext(ROOT_CONTEXT, spanContext) };
+}
+
 /**
  * The W3C trace context of `scope`'s span for a child process's environment: TRACEPARENT (and
  * TRACESTATE when there is one), as OpenTelemetry's environment carriers name them.
  */
 export function traceEnvironment(scope: TraceScope | undefined): Record<string, string> {
-  const parent = scope && trace.getSpanContext(scope.context);
-  if (!parent || !isSpanContextValid(parent)) return {};
-  const env: Record<string, string> = { TRACEPARENT: `00-${parent.traceId}-${parent.spanId}-${(parent.traceFlags & 0xff).toString(16).padStart(2, "0")}` };
-  const state = parent.traceState?.serialize();
-  if (state) env.TRACESTATE = state;
+  const carrier = traceCarrier(scope);
+  if (!carrier) return {};
+  const env: Record<string, string> = { TRACEPARENT: carrier.traceparent };
+  if (carrier.tracestate) env.TRACESTATE = carrier.tracestate;
   return env;
 }

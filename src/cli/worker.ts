@@ -24,7 +24,8 @@ as it arrives; usage is counted here; every host on the queue reads the records.
   flags: WORKER_FLAGS,
   notes: `A worker that is stopped cancels the tasks it runs ("host closed"); one that dies or loses Redis
 for longer than "tasks.lockMs" (default 30 s) has its tasks marked lost (worker_lost), never run
-again. The Redis password comes from the URL or CODEMODE_REDIS_PASSWORD and is never printed.
+again — unless their agent says "retries: N": then such a task is queued again, up to N times.
+The Redis password comes from the URL or CODEMODE_REDIS_PASSWORD and is never printed.
 See docs/distributed.md.`,
 });
 

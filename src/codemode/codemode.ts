@@ -10,7 +10,6 @@ import {
   errorResult,
   invokeTool,
   renderDeclarations,
-  toIdentifier,
   toolInfoTool,
   toolSearchTool,
   TOOL_SEARCH_TOOL,
@@ -38,7 +37,8 @@ import { codeDigest, ContinuationError, ContinuationVault, type PendingApproval 
 import { hasApprovalPolicy, type ApprovalGate } from "../tools/index.js";
 import { SESSION_NAME, SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
-import { runCodeTool, RUN_CODE_TOOL } from "./run-code-tool.js";
+import { runCodeTool } from "./run-code-tool.js";
+import { ToolSet, type ToolFilter, type ToolKind } from "./tool-set.js";
 import { spillingBound } from "./output.js";
 import { isTracer, RunTrace, traceScope, type TraceScope } from "../tracing.js";
 
@@ -196,11 +196,9 @@ const DEFAULT_SESSION = "default";
 
 export class Codemode {
   private closed = false;
-  private readonly hostTools: Tool[] = [];
-  private readonly runtimeTools: Tool[] = [];
-  private toolPaths = new Map<string, Tool>();
+  private readonly toolSet = new ToolSet();
   /** The tools a task's run may call (its agent's allow-list), while it runs: what tool_info and tool_search show it. */
-  private readonly taskFilters = new Map<string, (path: string, tool: Tool) => boolean>();
+  private readonly taskFilters = new Map<string, ToolFilter>();
 
   /** @internal use createCodemode() */
   constructor(
@@ -267,29 +265,28 @@ export class Codemode {
     return typeof this.spill === "string" ? this.spill : this.spill.path;
   }
 
-  /** @internal */
-  addTools(tools: readonly Tool[], kind: "host" | "runtime"): void {
-    (kind === "host" ? this.hostTools : this.runtimeTools).push(...tools);
-    const paths = new Map<string, Tool>();
-    for (const tool of this.toolList()) {
-      if (tool.name === RUN_CODE_TOOL) continue; // a program does not start programs; it spawns subagents
-      const path = toolPath(tool);
-      const clash = paths.get(path);
-      if (clash) throw new TypeError(`options.tools: two tools are reached as tools.${path} ("${clash.id}" and "${tool.id}"); rename one`);
-      paths.set(path, tool);
-    }
-    this.toolPaths = paths;
+  /** @internal see ToolSet.add. */
+  addTools(tools: readonly Tool[], kind: ToolKind): void {
+    this.toolSet.add(tools, kind);
   }
 
   /** @internal every tool a model can call, the runtime's own first. */
   toolList(): Tool[] {
-    return [...this.runtimeTools, ...this.hostTools];
+    return this.toolSet.all();
+  }
+
+  /** @internal the tools a program reaches (never an entry point such as ptc_run_code); for a task's run, those its agent allows. */
+  programTools(ctx: { taskId?: string } = {}): Tool[] {
+    return [...this.toolSet.allowed(this.taskFilter(ctx)).values()];
   }
 
   /** @internal the tools a call can see: all of them, or for a task's run what its agent allows. */
   visibleTools(ctx: { taskId?: string }): Tool[] {
-    const filter = ctx.taskId === undefined ? undefined : this.taskFilters.get(ctx.taskId);
-    return filter ? this.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL && filter(toolPath(tool), tool)) : this.toolList();
+    return this.toolSet.visible(this.taskFilter(ctx));
+  }
+
+  private taskFilter(ctx: { taskId?: string }): ToolFilter | undefined {
+    return ctx.taskId === undefined ? undefined : this.taskFilters.get(ctx.taskId);
   }
 
   /** Descriptors of every tool a model can call, the runtime's own included. */
@@ -308,12 +305,7 @@ export class Codemode {
     const limits = mergeLimits(this.limits, options.limits ?? {}, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
     const session = options.session ?? DEFAULT_SESSION;
     const sessionStore = options.ephemeralSession ? new Map<string, string>() : this.sessions.get(session);
-    let tools: ReadonlyMap<string, Tool> = this.toolPaths;
-    if (options.allowTools) {
-      const allowed = new Map<string, Tool>();
-      for (const [path, tool] of this.toolPaths) if (options.allowTools(path, tool)) allowed.set(path, tool);
-      tools = allowed;
-    }
+    const tools = this.toolSet.allowed(options.allowTools);
     let stored = false;
     // Only a top-level program can stop for a person; a task's run refuses such calls (tools/invoke.ts).
     const topLevel = (options.depth ?? 0) === 0 && options.taskId === undefined;
@@ -396,7 +388,7 @@ export class Codemode {
     this.assertOpen();
     if (typeof name !== "string") throw new TypeError(`name must be a tool name string, got ${describe(name)}`);
     if (options.progress !== undefined && typeof options.progress !== "function") throw new TypeError(`options.progress must be a function (message: string) => void, got ${describe(options.progress)}`);
-    const tool = this.toolList().find((candidate) => candidate.id === name || candidate.name === name);
+    const tool = this.toolSet.find(name);
     // Content over the budget is cut like run output: head and tail, and the whole text in a spill file.
     const boundOutput = spillingBound(this.spillDir, this.limits.maxSpillBytes);
     if (!tool) {
@@ -414,8 +406,6 @@ export class Codemode {
         ...(options.askApproval ? { approval: directApproval(options.askApproval, signal) } : {}),
         trace: traceScope(this.options.tracer),
       });
-      // A program that failed is an error result for the model, though the tool itself worked.
-      if (tool.name === RUN_CODE_TOOL && (result.structuredContent as { status?: string } | undefined)?.status === "error") result.isError = true;
       return result;
     } catch (error) {
       return errorResult(error, { outputBudget: this.limits.outputBudget, boundOutput });
@@ -430,10 +420,10 @@ export class Codemode {
    * others (described by the binding contract, and listed to an MCP client directly).
    */
   declarations(options: { budgetBytes?: number } = {}): string {
-    const reachable = [...this.toolPaths.values()];
-    const host = new Set(this.hostTools);
-    const finders = reachable.filter((tool) => !host.has(tool) && (tool.name === TOOL_SEARCH_TOOL || tool.name === "tool_info"));
-    const ordered = [...finders, ...reachable.filter((tool) => host.has(tool)), ...reachable.filter((tool) => !host.has(tool) && !finders.includes(tool))];
+    const reachable = this.toolSet.programTools();
+    const host = (tool: Tool): boolean => this.toolSet.isHost(tool);
+    const finders = reachable.filter((tool) => !host(tool) && (tool.name === TOOL_SEARCH_TOOL || tool.name === "tool_info"));
+    const ordered = [...finders, ...reachable.filter(host), ...reachable.filter((tool) => !host(tool) && !finders.includes(tool))];
     return renderDeclarations(ordered, { budgetBytes: options.budgetBytes ?? this.budgets.prompt });
   }
 
@@ -459,10 +449,6 @@ export class Codemode {
   private assertOpen(): void {
     if (this.closed) throw new Error("this codemode instance is closed; create a new one with createCodemode()");
   }
-}
-
-export function toolPath(tool: Tool): string {
-  return tool.namespace ? `${toIdentifier(tool.namespace)}.${toIdentifier(tool.name)}` : toIdentifier(tool.name);
 }
 
 export async function createCodemode(options: CodemodeOptions = {}): Promise<Codemode> {
@@ -525,9 +511,6 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   // Workspace tools among the host's never reach the runtime's state nor write its agent files.
   keepRuntimeFilesOut(tools, { hide: dataDir ? [dataDir] : [], protect: agents.searched });
 
-  // Script agents run programs on this very runtime; the runner exists once the runtime does.
-  let runScript: ReturnType<typeof codemodeScriptRunner> | undefined;
-  let childTools: ReturnType<typeof childToolProvider> | undefined;
   for (const [key, min, max] of [["idleSessions", 0, 64], ["idleBytes", 0, 16 * 1024 * 1024 * 1024]] as const) {
     const value = workers[key];
     if (value !== undefined && (!Number.isSafeInteger(value) || value < min || value > max)) {
@@ -561,8 +544,6 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
       maxLineBytes: options.tasks?.maxLineBytes,
       cwdRoots: options.tasks?.cwdRoots,
       tracer: options.tracer,
-      scriptRunner: (code, runOptions) => runScript!(code, runOptions),
-      childTools: { list: () => childTools!.list(), call: (name, args, ctx) => childTools!.call(name, args, ctx) },
     });
   } catch (error) {
     await engine.close();
@@ -571,23 +552,27 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   const cm = new Codemode(engine, limits, options, spill, tasks, new SessionStores(dataDir ? join(dataDir, "sessions") : undefined), new RememberedApprovals(dataDir), vault);
   try {
     const workflow = ptcWorkflowTool({ host: tasks, tools: () => cm.toolList(), hooks: options.hooks, development: options.development ?? false, limits });
-    const searchable = (ctx: { taskId?: string }) => cm.visibleTools(ctx).filter((tool) => tool.name !== RUN_CODE_TOOL);
-    cm.addTools([...ptcTools(tasks), workflow, toolInfoTool((ctx) => cm.visibleTools(ctx)), toolSearchTool(searchable, { declarationsBudget: cm.budgets.search })], "runtime");
+    // A search finds what a program can call: never an entry point.
+    cm.addTools([...ptcTools(tasks), workflow, toolInfoTool((ctx) => cm.visibleTools(ctx)), toolSearchTool((ctx) => cm.programTools(ctx), { declarationsBudget: cm.budgets.search })], "runtime");
     cm.addTools(tools, "host");
     // Last, so its description can carry the declarations of every tool a program can reach.
-    cm.addTools([runCodeTool(cm, cm.declarations())], "runtime");
+    cm.addTools([runCodeTool(cm, cm.declarations())], "entry");
     await engineStarted;
   } catch (error) {
     // A bad tool set (or a worker that failed to start) must not leave a warm worker or an open task database behind.
     await cm.close();
     throw error;
   }
+  // The composition's last step: script agents run their programs on this very runtime, and
+  // openai agents call its program tools, so the task host gets both once the runtime exists.
   const readOnlyTools = options.readOnlyTools ? [...WORKSPACE_READ_ONLY_TOOLS, ...options.readOnlyTools] : undefined;
-  runScript = codemodeScriptRunner(cm, readOnlyTools ? { readOnlyTools } : {});
-  childTools = childToolProvider(cm.toolList().filter((tool) => tool.name !== RUN_CODE_TOOL), {
-    hooks: options.hooks,
-    boundOutput: spillingBound(typeof spill === "string" ? spill : spill.path, limits.maxSpillBytes),
-    ...(readOnlyTools ? { readOnlyTools } : {}),
+  tasks.attach({
+    scriptRunner: codemodeScriptRunner(cm, readOnlyTools ? { readOnlyTools } : {}),
+    childTools: childToolProvider(cm.programTools(), {
+      hooks: options.hooks,
+      boundOutput: spillingBound(typeof spill === "string" ? spill : spill.path, limits.maxSpillBytes),
+      ...(readOnlyTools ? { readOnlyTools } : {}),
+    }),
   });
   return cm;
 }

@@ -2,16 +2,35 @@
 // model directly or over MCP. Its description states the binding contract and the declarations of
 // every tool a program can reach, so a model never has to guess a result shape.
 import { z } from "zod";
-import { defineTool, ToolError, type Tool } from "../tools/index.js";
+import { defineTool, ToolError, toolResult, type Tool } from "../tools/index.js";
 import { ContinuationError, type PendingApproval } from "./continuation.js";
 import type { ApprovalAnswerInput } from "./approvals.js";
-import type { Codemode } from "./codemode.js";
-import { runStructuredSchema } from "./run-result.js";
+import type { ProgramHost, ProgramRunOptions } from "../ptc/script-runner.js";
+import type { ApprovalAsker, RunApprovals } from "./run.js";
+import { runStructuredSchema, type RunResult } from "./run-result.js";
 import { SESSION_NAME } from "./sessions.js";
 import { formatBytes, summaryLine } from "../text.js";
 
 export const RUN_CODE_TOOL = "ptc_run_code";
 
+/** What a run started by this tool is given besides what any program run takes. */
+interface RunCodeOptions extends ProgramRunOptions {
+  timeoutMs?: number;
+  askApproval?: ApprovalAsker;
+  resumeHint?: RunApprovals["resumeHint"];
+}
+
+/**
+ * The runtime as this tool sees it (Codemode matches it): it runs a program, and resumes an
+ * interrupted one. Narrow, so the tool does not depend on the runtime that offers it.
+ */
+export interface RunCodeHost extends ProgramHost<RunCodeOptions, RunResult> {
+  resumeInternal(
+    continuation: string,
+    options: { approvals?: Record<string, ApprovalAnswerInput>; code?: string; session?: string; signal?: AbortSignal; askApproval?: ApprovalAsker },
+    internal: Pick<RunCodeOptions, "resumeHint" | "onOutput" | "depth" | "taskId" | "trace">,
+  ): Promise<RunResult>;
+}
 
 const answer = z.union([
   z.enum(["allow", "deny"]),
@@ -34,7 +53,7 @@ Top-level await works; \`return\` ends the program with a value.
 - Unawaited tool calls are cancelled when the program ends.
 - A call that needs a person's approval stops the program (status "interrupted", with the pending calls and a continuation): ask the user, then call this tool with { resume, approvals } — the program runs again from the start and its earlier calls are not repeated. A denied call rejects with code "tool_denied", reason "approval_denied".`;
 
-export function runCodeTool(cm: Codemode, declarations: string): Tool {
+export function runCodeTool(cm: RunCodeHost, declarations: string): Tool {
   return defineTool({
     name: RUN_CODE_TOOL,
     title: "Run a codemode program",
@@ -58,7 +77,7 @@ export function runCodeTool(cm: Codemode, declarations: string): Tool {
       } else if (input.timeout_ms !== undefined) {
         throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input "timeout_ms" cannot change on resume: a resumed run keeps the limits it started with`, { reason: "schema_invalid" });
       }
-      let result: Awaited<ReturnType<Codemode["runInternal"]>>;
+      let result: RunResult;
       if (input.resume !== undefined) {
         try {
           result = await cm.resumeInternal(
@@ -74,7 +93,8 @@ export function runCodeTool(cm: Codemode, declarations: string): Tool {
       } else {
         result = await cm.runInternal(input.code!, { timeoutMs: input.timeout_ms, session: input.session, signal: ctx.signal, depth: ctx.depth, taskId: ctx.taskId, resumeHint: toolResumeHint, ...(ask ? { askApproval: ask } : {}), ...(onOutput ? { onOutput } : {}), ...(ctx.trace ? { trace: ctx.trace } : {}) });
       }
-      return { output: result.structuredContent, modelOutput: result.content.map((block) => block.text).join("\n"), details: result.details };
+      // A program that failed is an error result for the model, though the tool itself worked.
+      return toolResult(result.structuredContent, { modelOutput: result.content.map((block) => block.text).join("\n"), details: result.details, isError: result.structuredContent.status === "error" });
     },
   });
 }

@@ -21,6 +21,8 @@ export const statusSchema = z.enum(TASK_STATUSES);
 export const reportChannelSchema = z.enum(REPORT_CHANNELS);
 export const readOnlyTierSchema = z.enum(READ_ONLY_TIERS);
 
+const workerSchema = z.object({ id: z.string(), host: z.string(), pid: z.number().int() });
+
 /** The whole task record in snake_case: what `result_view: "full"` adds. */
 export const taskRecordSchema = z.object({
   id: z.string(),
@@ -44,7 +46,11 @@ export const taskRecordSchema = z.object({
   duration_ms: z.number().int().optional(),
   exit_code: z.number().int().optional(),
   lost_reason: z.enum(LOST_REASONS).optional(),
-  worker: z.object({ id: z.string(), host: z.string(), pid: z.number().int() }).optional().describe("The queue worker that ran the task (Redis backend)"),
+  worker: workerSchema.optional().describe("The queue worker that ran the task (Redis backend)"),
+  lost_attempts: z
+    .array(z.object({ worker: workerSchema, started_at: z.string().optional(), lost_at: z.string(), output_bytes: z.number().int() }))
+    .optional()
+    .describe("Earlier attempts lost with their worker and queued again (agents with retries; Redis backend); output_bytes: where the next attempt's output starts"),
   stop_reason: z.string().optional(),
   usage: usageSchema.optional(),
   report_channel: reportChannelSchema.optional(),
@@ -87,6 +93,9 @@ export function toSnake(r: TaskRecord): SnakeRecord {
   if (r.readOnlyTier !== undefined) out.read_only_tier = r.readOnlyTier;
   if (r.report !== undefined) out.report = structuredClone(r.report);
   if (r.worker !== undefined) out.worker = { ...r.worker };
+  if (r.lostAttempts !== undefined) {
+    out.lost_attempts = r.lostAttempts.map((a) => ({ worker: { ...a.worker }, ...(a.startedAt !== undefined ? { started_at: iso(a.startedAt) } : {}), lost_at: iso(a.lostAt), output_bytes: a.outputBytes }));
+  }
   return out;
 }
 

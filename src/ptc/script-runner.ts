@@ -6,26 +6,33 @@ import type { TraceScope } from "../tracing.js";
 import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
 import { toolListed } from "./child-tools.js";
 
-/** What a script runner needs from the runtime: Codemode.runInternal matches it. */
-export interface ProgramHost {
-  runInternal(
-    code: string,
-    options: {
-      signal?: AbortSignal;
-      session?: string;
-      depth?: number;
-      taskId?: string;
-      globals?: Record<string, unknown>;
-      allowTools?: (path: string, tool: Tool) => boolean;
-      ephemeralSession?: boolean;
-      onOutput?: (chunks: readonly string[]) => void;
-      trace?: TraceScope;
-    },
-  ): Promise<{
-    content: Array<{ type: "text"; text: string }>;
-    structuredContent: { status: "ok" | "error" | "interrupted"; error?: { kind: string; message: string; line?: number; column?: number; hint?: string } };
-    details: { warnings: string[] };
-  }>;
+/** What a program run takes from its caller: a script agent's run, ptc_run_code's run. */
+export interface ProgramRunOptions {
+  signal?: AbortSignal;
+  session?: string;
+  depth?: number;
+  taskId?: string;
+  globals?: Record<string, unknown>;
+  allowTools?: (path: string, tool: Tool) => boolean;
+  ephemeralSession?: boolean;
+  onOutput?: (chunks: readonly string[]) => void;
+  trace?: TraceScope;
+}
+
+/** What a caller reads of a program run's result. */
+export interface ProgramResult {
+  content: Array<{ type: "text"; text: string }>;
+  structuredContent: { status: "ok" | "error" | "interrupted"; error?: { kind: string; message: string; line?: number; column?: number; hint?: string } };
+  details: { warnings: string[] };
+}
+
+/**
+ * The narrow view of the runtime that runs programs for others (Codemode.runInternal matches it):
+ * a script runner takes it, and so does ptc_run_code (with the options and result it needs), so
+ * neither depends on the whole runtime.
+ */
+export interface ProgramHost<O extends ProgramRunOptions = ProgramRunOptions, R extends ProgramResult = ProgramResult> {
+  runInternal(code: string, options: O): Promise<R>;
 }
 
 export interface ScriptRunnerOptions {

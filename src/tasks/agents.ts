@@ -54,6 +54,12 @@ export interface AgentDefinition {
   /** false = the agent opted out of reporting. */
   report: boolean;
   maxTurns?: number;
+  /**
+   * On a Redis queue: how many times a task whose worker was lost (it died or lost Redis) is
+   * queued again for another worker. Absent or 0: never — at most once, the task becomes lost.
+   * Opting in says the agent's work is safe to run again. No effect on one host (docs/tasks.md).
+   */
+  retries?: number;
   /** The Markdown body: a system prompt or instructions. */
   prompt: string;
   /** "code" or the file the definition came from. */
@@ -76,6 +82,9 @@ export interface AgentDefinition {
 }
 
 const NAME = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '_', '.' or '-', starting with a letter or digit");
+/** A task re-queued more often than this is a crash loop, not bad luck. */
+export const MAX_RETRIES = 10;
+const RETRIES = z.number().int().min(0).max(MAX_RETRIES).optional();
 const PRICES = z.strictObject({ input: z.number().nonnegative(), output: z.number().nonnegative() });
 const DRIVER_FIELDS_HINT = "script (script), command (command, stdin, protocol, env), openai (base_url, api_key_env, prices, temperature)";
 
@@ -89,6 +98,7 @@ const frontMatterSchema = z.strictObject({
   read_only: z.boolean().optional(),
   report: z.boolean().optional(),
   max_turns: z.number().int().positive().optional(),
+  retries: RETRIES,
   script: z.string().min(1).optional(),
   command: z.union([z.string().min(1), z.array(z.string()).min(1)]).optional(),
   stdin: z.boolean().optional(),
@@ -110,6 +120,7 @@ const codeAgentSchema = z.strictObject({
   readOnly: z.boolean().optional(),
   report: z.boolean().optional(),
   maxTurns: z.number().int().positive().optional(),
+  retries: RETRIES,
   prompt: z.string().optional(),
   source: z.string().optional(),
   script: z.string().min(1).optional(),
@@ -267,6 +278,7 @@ export function parseAgentFile(path: string, text?: string): AgentDefinition {
       models: f.models,
       tools: f.tools,
       maxTurns: f.max_turns,
+      retries: f.retries,
       // The script path is relative to the agent file, so agents can ship with their programs.
       script: f.script === undefined ? undefined : isAbsolute(f.script) ? f.script : resolve(dirname(path), f.script),
       command: typeof f.command === "string" ? [f.command] : f.command,

@@ -1,11 +1,19 @@
-// The task host: spawns tasks on their drivers, schedules them into running slots (FIFO queue,
-// depth and concurrency caps), stops them, waits for them, reaps the records of dead owners and
-// pages their output. It is the only writer of the lifecycle of the records it owns: every status
-// change goes through assertTransition (docs/tasks.md#the-task-model) and a compare-and-replace
-// on the store, so another host sharing the data dir can read them but never moves them.
-import { join } from "node:path";
+// The task host: the scheduler of subagent tasks. It spawns tasks on their drivers, schedules them
+// into running slots (FIFO queue, depth and concurrency caps, slots lent to foreground children),
+// stops them with their cascade, waits for them, hands them to a distributed queue when one is
+// configured, and reaps the records of dead owners and lost workers.
+//
+// Invariant: the host is the ONLY writer of the lifecycle of the records it owns. Every status
+// change goes through assertTransition (docs/tasks.md#the-task-model) and a compare-and-replace on
+// the store against the status and owner it last wrote, so another host sharing the store can read
+// them but never moves them; a record another host took over is abandoned, never overwritten.
+//
+// Layer: src/tasks, outside the sandbox wall and independent of the engine and of codemode (a
+// script agent's program reaches it only through the ScriptRunner it is given). Below it: the
+// stores, the drivers, the task log (the one writer of output). Beside it, pure: finish.ts (how a
+// run ends), output.ts (reading pages, spill files), status.ts, ingest.ts (usage and pricing).
+// Above it: src/ptc (the tools programs call) and the CLI.
 import { monotonicFactory } from "ulid";
-import { appendPrivate, ensurePrivateDir, PrivateTempDir, replaceFileAtomic } from "../safe-fs.js";
 import type { AgentDefinition, AgentRegistry, DriverEvent, FunctionAgent } from "./agents.js";
 import { TaskError, invalidArgument } from "./errors.js";
 import { checkTaskArgv, commandDriver } from "./drivers/command.js";
@@ -25,23 +33,25 @@ import {
   reportBytes,
   tokenReading,
 } from "./ingest.js";
-import { checkSinceBytes, headPreview, OUTPUT_TAIL_BYTES, PREVIEW_BYTES, SMALL_OUTPUT_BYTES, tailTruncate } from "./output.js";
+import { chooseReport, finishOutcome } from "./finish.js";
+import { hasFinalOutput, OutputSpill, outputTail, readOutputPage, type OutputPage } from "./output.js";
 import { currentOwner, sameOwner } from "./owner.js";
 import { signalTaskProcesses } from "./processes.js";
-import { extractPromptJsonReport, parseReport, type ReportBody } from "./report.js";
+import { parseReport, type ReportBody } from "./report.js";
 import { boundedLabel, checkTaskSize, chooseModel, confineCwd, realRoots } from "./spawn-checks.js";
 import { assertTransition } from "./status.js";
 import type { TaskStore } from "./store.js";
-import type { RemoteQueue } from "./remote.js";
+import { attemptOf, type RemoteQueue } from "./remote.js";
 import { MIN_OUTPUT_CAP, TaskLog } from "./task-log.js";
 import { formatBytes, messageOf } from "../text.js";
-import { StopTrace, TaskTrace, traceScope, type TraceScope } from "../tracing.js";
+import { carriedScope, StopTrace, TaskTrace, traceCarrier, traceScope, type TraceCarrier, type TraceScope } from "../tracing.js";
 import type { Tracer } from "@opentelemetry/api";
 import {
   isTerminal,
   TASK_STATUSES,
   zeroUsage,
   type DriverKind,
+  type LostAttempt,
   type LostReason,
   type ReadOnlyTier,
   type ReportChannel,
@@ -129,19 +139,6 @@ export interface StopResult {
   fromStatus: TaskStatus;
 }
 
-export interface OutputPage {
-  record: TaskRecord;
-  /** The page from `sinceBytes`, tail-truncated. */
-  output: string;
-  /** Total bytes of the log (the next `since_bytes`). */
-  outputBytes: number;
-  truncated: boolean;
-  /** A truncated page whose first line is the end of a longer one (a long last line kept). */
-  startsMidLine?: boolean;
-  fullPath?: string;
-  preview?: string;
-}
-
 export interface WaitOptions {
   /** "all" (default): until every task has ended; "any": until at least one has. */
   until?: "all" | "any";
@@ -193,6 +190,8 @@ interface Live {
   controller: AbortController;
   usage: Usage;
   log: TaskLog;
+  /** Where this attempt's output starts in the log (0 but for a retry on a queue). */
+  outputStart: number;
   toolReport?: ReportBody;
   /** The last error a child reported (only the last one is ever shown). */
   lastError?: string;
@@ -237,14 +236,13 @@ export class TaskHost {
   readonly maxLineBytes: number;
   private readonly tracer?: Tracer;
   private readonly drivers: Record<DriverKind, Driver>;
-  private readonly spillDir: string | PrivateTempDir;
-  private readonly childTools?: ChildToolProvider;
+  private hasScriptRunner: boolean;
+  private readonly spill: OutputSpill;
+  private childTools?: ChildToolProvider;
   private readonly cwd: string;
   private readonly cwdRoots: string[];
   private readonly owner = currentOwner();
   private readonly live = new Map<string, Live>();
-  /** Bytes of each in-memory log already copied to its spill file. */
-  private readonly spilled = new Map<string, number>();
   /** Ended tasks whose final record the store refused: served from here and written again. */
   private readonly unrecorded = new Map<string, Unrecorded>();
   private retryTimer: ReturnType<typeof setInterval> | undefined;
@@ -284,7 +282,7 @@ export class TaskHost {
     }
     this.cwdRoots = realRoots(options.cwdRoots?.length ? options.cwdRoots : [this.cwd], this.cwd);
     const dataDir = options.dataDir ?? options.store.dataDir;
-    this.spillDir = dataDir ? join(dataDir, "spill") : new PrivateTempDir("codemode-tasks");
+    this.spill = new OutputSpill(dataDir);
     this.drivers = {
       function: functionDriver,
       // A workflow's graph is an in-process function too: its runner is handed over at spawn.
@@ -293,9 +291,27 @@ export class TaskHost {
       openai: openaiDriver,
       script: scriptDriver(options.scriptRunner),
     };
+    this.hasScriptRunner = options.scriptRunner !== undefined;
     if (options.remote) this.remote = options.remote;
     if (options.worker) this.workerInfo = { ...options.worker };
     this.reapLost();
+  }
+
+  /**
+   * The composition's last step (createCodemode): a script runner and the tools openai children
+   * call exist only once the runtime this host belongs to does, so they are attached after it is
+   * built — once each, before any task runs them.
+   */
+  attach(parts: { scriptRunner?: ScriptRunner; childTools?: ChildToolProvider }): void {
+    if (parts.scriptRunner !== undefined) {
+      if (this.hasScriptRunner) throw new TypeError("TaskHost.attach: this host has a script runner already");
+      this.drivers.script = scriptDriver(parts.scriptRunner);
+      this.hasScriptRunner = true;
+    }
+    if (parts.childTools !== undefined) {
+      if (this.childTools) throw new TypeError("TaskHost.attach: this host has child tools already");
+      this.childTools = parts.childTools;
+    }
   }
 
   /** Problems this host met that are no one task's failure: bad rows set aside, records it could not write. */
@@ -307,7 +323,8 @@ export class TaskHost {
    * Marks `lost` every active record whose owner is gone, and stops the processes that task left
    * running. Records of live owners — this host's or another host's on the same data dir, in any
    * PID namespace — are never touched. A record that cannot be marked (a full disk, a read-only
-   * data dir) is left for a later host, with a warning.
+   * data dir) is left for a later host, with a warning. A task of a lost queue worker goes
+   * through workerLost (lost, or queued again for an agent with retries); either is returned.
    */
   reapLost(): TaskRecord[] {
     const reaped: TaskRecord[] = [];
@@ -355,20 +372,31 @@ export class TaskHost {
 
   /**
    * A queue worker that ran the task stopped answering (its lock expired: it died or lost Redis).
-   * The task becomes lost and is never run again — it may have had side effects. Returns the
-   * record when this call marked it.
+   * The task becomes lost and is never run again — it may have had side effects — unless its
+   * agent opted into `retries` and attempts remain: then it is queued again for another worker,
+   * the lost attempt kept on the record. `attempt`: the attempt the caller saw lost (a stalled
+   * job's); a record already on a later one is left alone. Returns the record when this call
+   * moved it.
    */
-  workerLost(rec: TaskRecord): TaskRecord | undefined {
-    if (isTerminal(rec.status) || !rec.worker || this.live.has(rec.id)) return undefined;
+  workerLost(rec: TaskRecord, attempt = attemptOf(rec)): TaskRecord | undefined {
+    if (isTerminal(rec.status) || !rec.worker || this.live.has(rec.id) || attempt !== attemptOf(rec)) return undefined;
     const w = rec.worker;
     const stopped = signalTaskProcesses(rec.id, rec.processes, "SIGKILL");
+    const leftovers = stopped > 0 ? `; the ${stopped} process${stopped === 1 ? "" : "es"} it left running here ${stopped === 1 ? "was" : "were"} stopped` : "";
+    const retries = rec.status === "running" && this.remote ? this.retriesOf(rec.agent) : 0;
+    const lostAt = Date.now();
+    const outputBytes = this.store.outputSize(rec.id);
+    if (attempt <= retries) return this.requeue(rec, { worker: { ...w }, ...(rec.startedAt !== undefined ? { startedAt: rec.startedAt } : {}), lostAt, outputBytes }, retries);
     const lost: TaskRecord = {
       ...rec,
       status: "lost",
       lostReason: "worker_lost",
-      endedAt: Date.now(),
-      outputBytes: this.store.outputSize(rec.id),
-      errorMessage: `the worker ${w.id} on ${w.host} (pid ${w.pid}) stopped answering while the task was ${rec.status} (it exited or lost Redis); the task is not run again, since it may have had side effects — its output so far is kept: read it with ptc_task_output, or spawn the task again${stopped > 0 ? `; the ${stopped} process${stopped === 1 ? "" : "es"} it left running here ${stopped === 1 ? "was" : "were"} stopped` : ""}`,
+      endedAt: lostAt,
+      outputBytes,
+      errorMessage:
+        retries === 0
+          ? `the worker ${w.id} on ${w.host} (pid ${w.pid}) stopped answering while the task was ${rec.status} (it exited or lost Redis); the task is not run again, since it may have had side effects — its output so far is kept: read it with ptc_task_output, or spawn the task again${leftovers}`
+          : `the worker ${w.id} on ${w.host} (pid ${w.pid}) stopped answering while the task was ${rec.status} (it exited or lost Redis); that was attempt ${attempt} of ${retries + 1} (the agent's "retries: ${retries}"), so the task is not run again — the output of every attempt is kept: read it with ptc_task_output, or spawn the task again${leftovers}`,
     };
     delete lost.usage;
     try {
@@ -377,6 +405,49 @@ export class TaskHost {
       this.warn(`could not mark task ${rec.id} lost (its worker is gone): ${messageOf(err)}`);
       return undefined;
     }
+  }
+
+  /** The agent's `retries`; 0 when this host does not have its definition (nothing says a re-run is safe). */
+  private retriesOf(agent: string): number {
+    try {
+      return this.agents.get(agent).retries ?? 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /**
+   * Queues a task again after its worker was lost (running → queued, the lost attempt appended):
+   * the compare-and-set on the record makes exactly one host do it. Its log goes on, with a line
+   * that says where the next attempt's output starts. A queue that refuses the job leaves the
+   * task lost, as it would have been without retries.
+   */
+  private requeue(rec: TaskRecord, lostAttempt: LostAttempt, retries: number): TaskRecord | undefined {
+    const queued: TaskRecord = { ...rec, status: "queued", owner: this.owner, outputBytes: lostAttempt.outputBytes, lostAttempts: [...(rec.lostAttempts ?? []), lostAttempt] };
+    for (const field of ["worker", "startedAt", "processes", "exitCode"] as const) delete queued[field];
+    try {
+      if (!this.store.replace(queued, { status: rec.status, owner: rec.owner })) return undefined;
+    } catch (err) {
+      this.warn(`could not queue task ${rec.id} again (its worker is gone): ${messageOf(err)}`);
+      return undefined;
+    }
+    const next = attemptOf(queued);
+    const w = lostAttempt.worker;
+    const note = `\n[codemode: attempt ${next - 1} was lost with worker ${w.id} on ${w.host} (it exited or lost Redis); attempt ${next} of at most ${retries + 1} starts here]\n`;
+    try {
+      this.store.appendOutput(rec.id, Buffer.from(note, "utf8"));
+    } catch (err) {
+      this.warn(`could not note the retry of task ${rec.id} in its output: ${messageOf(err)}`);
+    }
+    this.remote!.enqueue(queued).catch((err: unknown) => {
+      const lost: TaskRecord = { ...queued, status: "lost", lostReason: "worker_lost", endedAt: Date.now(), outputBytes: this.store.outputSize(rec.id), errorMessage: `the worker ${w.id} on ${w.host} (pid ${w.pid}) stopped answering while the task was running, and the queue refused attempt ${next} (${messageOf(err)}); spawn the task again` };
+      try {
+        this.store.replace(lost, { status: "queued", owner: this.owner });
+      } catch (e) {
+        this.warn(`could not mark task ${rec.id} lost after the queue refused its retry: ${messageOf(e)}`);
+      }
+    });
+    return queued;
   }
 
   async spawn(request: SpawnRequest, context: SpawnContext = {}): Promise<TaskRecord> {
@@ -447,7 +518,8 @@ export class TaskHost {
     if (model !== undefined) record.model = model;
     if (readOnlyTier) record.readOnlyTier = readOnlyTier;
     this.store.insert(record);
-    if (remote) return this.spawnRemote(record, agent, req.background, context);
+    // The worker's task span is a child of the spawning span: its trace context travels with the job.
+    if (remote) return this.spawnRemote(record, agent, req.background, context, traceCarrier(context.trace ?? traceScope(this.tracer)));
 
     const live = this.track(record, agent);
     live.trace = TaskTrace.spawned(context.trace ?? traceScope(this.tracer), record);
@@ -491,9 +563,9 @@ export class TaskHost {
     return final;
   }
 
-  private async spawnRemote(record: TaskRecord, agent: AgentDefinition, background: boolean, context: SpawnContext): Promise<TaskRecord> {
+  private async spawnRemote(record: TaskRecord, agent: AgentDefinition, background: boolean, context: SpawnContext, trace: TraceCarrier | undefined): Promise<TaskRecord> {
     try {
-      await this.remote!.enqueue(record);
+      await this.remote!.enqueue(record, trace);
     } catch (err) {
       const canceled = { ...record, status: "canceled" as const, endedAt: Date.now(), usage: zeroUsage(), reportChannel: (agent.report ? "none" : "opted-out") as ReportChannel, errorMessage: `could not be queued: ${messageOf(err)}` };
       try {
@@ -527,12 +599,14 @@ export class TaskHost {
   /**
    * Runs a task a queue worker was handed: claims the queued record for this worker (one writer
    * per record: a record another worker or a stop took first is left alone), runs it with the
-   * same driver, usage count and finish as a local task, and resolves once it has ended.
+   * same driver, usage count and finish as a local task, and resolves once it has ended. `job`:
+   * the attempt the job is for (a record on another one is left alone) and the spawning span's
+   * trace context, which the task's spans continue.
    */
-  async runQueued(id: string): Promise<TaskRecord | undefined> {
+  async runQueued(id: string, job: { attempt?: number; trace?: TraceCarrier } = {}): Promise<TaskRecord | undefined> {
     this.assertOpen();
     const rec = this.store.get(id);
-    if (rec?.status !== "queued") return rec;
+    if (rec?.status !== "queued" || (job.attempt ?? 1) !== attemptOf(rec)) return rec;
     const claimed: TaskRecord = { ...rec, status: "running", owner: this.owner, startedAt: Date.now() };
     if (this.workerInfo) claimed.worker = { ...this.workerInfo };
     let agent: AgentDefinition;
@@ -546,8 +620,12 @@ export class TaskHost {
     }
     if (!this.store.replace(claimed, { status: "queued", owner: rec.owner })) return this.store.get(id);
     const live = this.track(claimed, agent);
+    // A retry's output follows the earlier attempts' in the same log: only its own decides its end.
+    live.outputStart = this.store.outputSize(id);
+    live.trace = TaskTrace.spawned(carriedScope(this.tracer, job.trace), claimed);
     live.started = true;
     this.takeSlot(live);
+    live.trace?.started(live.record);
     this.runDriver(live);
     // A stop that arrived before the claim (the host saw it queued, a worker had it already).
     const requested = await this.remote?.stopRequested(id).catch(() => undefined);
@@ -689,29 +767,7 @@ export class TaskHost {
   }
 
   output(id: string, options: { sinceBytes?: number } = {}): OutputPage {
-    const record = this.getOrThrow(id);
-    const total = this.store.outputSize(id);
-    const since = options.sinceBytes ?? 0;
-    // A UTF-8 character is at most 4 bytes: this window holds every byte the boundary check reads.
-    const windowStart = Math.max(0, since - 4);
-    let window: Buffer | undefined;
-    checkSinceBytes(id, since, total, (offset) => {
-      window ??= this.store.readOutput(id, windowStart, Math.min(total, since + 1));
-      return window[offset - windowStart]!;
-    });
-    // Only the tail is ever returned: one byte past the 50 KB cut is all tailTruncate needs to find
-    // the same cut it would find in the whole page, so a huge log is never read whole.
-    const page = this.store.readOutput(id, Math.max(since, total - (OUTPUT_TAIL_BYTES + 1)), total);
-    const tail = tailTruncate(page);
-    const result: OutputPage = { record: { ...record, outputBytes: total }, output: tail.text, outputBytes: total, truncated: tail.truncated };
-    if (tail.startsMidLine) result.startsMidLine = true;
-    if (tail.truncated) result.fullPath = this.fullLogPath(id, total);
-    // "Small" = the whole log would fit one untruncated page; large logs get a tail and a path only.
-    if (total > 0 && total <= SMALL_OUTPUT_BYTES) {
-      const whole = since === 0 ? page : this.store.readOutput(id, 0, total);
-      if (since === 0 ? !tail.truncated : !tailTruncate(whole).truncated) result.preview = headPreview(whole.subarray(0, PREVIEW_BYTES + 4));
-    }
-    return result;
+    return readOutputPage(this.store, this.spill, this.getOrThrow(id), options.sinceBytes);
   }
 
   /**
@@ -771,7 +827,7 @@ export class TaskHost {
    */
   private async stopRemote(record: TaskRecord, reason: string | undefined): Promise<StopResult> {
     const fromStatus = record.status;
-    if (fromStatus === "queued" && (await this.remote!.cancelQueued(record.id))) {
+    if (fromStatus === "queued" && (await this.remote!.cancelQueued(record))) {
       let agent: AgentDefinition | undefined;
       try {
         agent = this.agents.get(record.agent);
@@ -809,7 +865,7 @@ export class TaskHost {
     await this.remote?.close();
     if (this.retryTimer) clearInterval(this.retryTimer);
     this.retryTimer = undefined;
-    if (typeof this.spillDir !== "string") this.spillDir.remove();
+    this.spill.remove();
   }
 
   /** Slots in use: tasks running in their own slot (a child running in its parent's slot is not counted again). */
@@ -851,6 +907,7 @@ export class TaskHost {
       controller: new AbortController(),
       usage: zeroUsage(),
       log: undefined as unknown as TaskLog,
+      outputStart: 0,
       stopRequested: false,
       done,
       settle,
@@ -1053,34 +1110,23 @@ export class TaskHost {
     live.log.finish();
     const outputBytes = this.store.outputSize(id);
     const usage = this.measuredUsage(live);
-
-    let status: TaskStatus;
-    let error: string | undefined;
-    if (live.hostFailure !== undefined) {
-      status = "failed";
-      error = live.hostFailure;
-    } else if (forced || live.stopRequested) {
-      status = "canceled";
-    } else if (result.exitCode !== 0) {
-      status = "failed";
-      // What the child said went wrong beats a bare exit status.
-      error = live.lastError ?? result.error ?? `exited with code ${result.exitCode}`;
-    } else if (live.lastError !== undefined) {
-      status = "failed";
-      error = `exited 0 after reporting an error: ${live.lastError}`;
-    } else if (!this.hasFinalOutput(id, outputBytes)) {
-      status = "failed";
-      error = "exited 0 without any final output";
-    } else {
-      status = "succeeded";
-    }
+    const { status, error } = finishOutcome({
+      ...(live.hostFailure !== undefined ? { hostFailure: live.hostFailure } : {}),
+      canceled: forced !== undefined || live.stopRequested,
+      exitCode: result.exitCode,
+      ...(result.error !== undefined ? { driverError: result.error } : {}),
+      ...(live.lastError !== undefined ? { lastError: live.lastError } : {}),
+      hasFinalOutput: () => hasFinalOutput(this.store, id, live.outputStart, outputBytes),
+    });
 
     // Whatever happens to the final write, the slot is freed and the caller is answered.
     try {
-      // Reports are stored only on success, and the channel says what was stored: a failed child's
-      // trailing JSON block or report event is not a report, so its channel is "none".
-      const channelReport: { channel: ReportChannel; report?: ReportBody } =
-        status === "succeeded" ? this.reportFor(live, outputBytes) : { channel: live.agent.report ? "none" : "opted-out" };
+      const channelReport = chooseReport({
+        status,
+        wantsReport: live.agent.report,
+        ...(live.toolReport ? { toolReport: live.toolReport } : {}),
+        outputTail: () => outputTail(this.store, id, live.outputStart, outputBytes, REPORT_SCAN_BYTES),
+      });
       this.transition(live, status, (r) => {
         r.endedAt = Date.now();
         r.outputBytes = outputBytes;
@@ -1105,26 +1151,6 @@ export class TaskHost {
 
   private measuredUsage(live: Live): Usage {
     return { input: live.usage.input, output: live.usage.output, cost: pricedCost(live.usage, live.agent.prices), turns: live.usage.turns };
-  }
-
-  /** Final output = something other than whitespace, found by scanning the log backwards in chunks. */
-  private hasFinalOutput(id: string, bytes: number): boolean {
-    for (let end = bytes; end > 0; end -= 64 * 1024) {
-      const chunk = this.store.readOutput(id, Math.max(0, end - 64 * 1024), end);
-      if (/\S/.test(chunk.toString("latin1"))) return true;
-    }
-    return false;
-  }
-
-  private reportFor(live: Live, bytes: number): { channel: ReportChannel; report?: ReportBody } {
-    if (!live.agent.report) return { channel: "opted-out" };
-    if (live.toolReport) return { channel: "tool", report: live.toolReport };
-    if (bytes > 0) {
-      const tail = this.store.readOutput(live.record.id, Math.max(0, bytes - REPORT_SCAN_BYTES), bytes).toString("utf8");
-      const report = extractPromptJsonReport(tail);
-      if (report) return { channel: "prompt-json", report };
-    }
-    return { channel: "none" };
   }
 
   private pump(): void {
@@ -1205,21 +1231,6 @@ export class TaskHost {
     const r = this.get(id);
     if (!r) throw new TaskError("task_not_found", `unknown task id "${id}"; list task ids with ptc_task_list`, id);
     return r;
-  }
-
-  private fullLogPath(id: string, total: number): string {
-    const path = this.store.outputPath(id);
-    if (path) return path;
-    // In-memory logs have no file: the spill holds the log, extended with what arrived since the
-    // last read (appended, never rewritten, so polling a growing log stays cheap). Its directory
-    // is private (0700) and its file never followed as a link: no one else reads or redirects it.
-    const dir = typeof this.spillDir === "string" ? ensurePrivateDir(this.spillDir) : this.spillDir.path;
-    const spill = join(dir, `${id}.log`);
-    const written = this.spilled.get(id) ?? 0;
-    if (written === 0) replaceFileAtomic(spill, this.store.readOutput(id, 0, total));
-    else if (total > written) appendPrivate(spill, this.store.readOutput(id, written, total));
-    this.spilled.set(id, Math.max(written, total));
-    return spill;
   }
 
   private assertOpen(): void {

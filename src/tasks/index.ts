@@ -19,6 +19,7 @@ export {
   SMALL_OUTPUT_BYTES,
   previewString,
   headPreview,
+  type OutputPage,
 } from "./output.js";
 export {
   AgentRegistry,
@@ -49,7 +50,6 @@ export {
   type SpawnRequest,
   type SpawnContext,
   type StopResult,
-  type OutputPage,
   type ListOptions,
 } from "./host.js";
 

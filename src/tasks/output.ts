@@ -1,7 +1,13 @@
 // Reading task output safely: byte offsets checked against UTF-8 boundaries, a page cut to its tail
 // (50 KB / 2,000 lines) and the head preview of a small output, so a page never floods a program
-// and never splits a character. docs/tasks.md#ptc_task_output-the-page-and-its-tail.
+// and never splits a character; the spill file a truncated page points to; and the scans of a
+// log's end that a task's finish reads. Reads only: the task log (task-log.ts) is the one writer.
+// docs/tasks.md#ptc_task_output-the-page-and-its-tail.
+import { join } from "node:path";
+import { appendPrivate, ensurePrivateDir, PrivateTempDir, replaceFileAtomic } from "../safe-fs.js";
 import { TaskError } from "./errors.js";
+import type { TaskStore } from "./store.js";
+import type { TaskRecord } from "./types.js";
 
 /** Tail limits for one `ptc_task_output` page: bounded so a page never floods the sandbox. */
 export const OUTPUT_TAIL_BYTES = 50 * 1024;
@@ -104,4 +110,97 @@ export function previewString(text: string, maxBytes = PREVIEW_BYTES): string {
   const buf = Buffer.from(text, "utf8");
   if (buf.length <= maxBytes) return text;
   return buf.subarray(0, alignBackward(buf, maxBytes)).toString("utf8");
+}
+
+export interface OutputPage {
+  record: TaskRecord;
+  /** The page from `sinceBytes`, tail-truncated. */
+  output: string;
+  /** Total bytes of the log (the next `since_bytes`). */
+  outputBytes: number;
+  truncated: boolean;
+  /** A truncated page whose first line is the end of a longer one (a long last line kept). */
+  startsMidLine?: boolean;
+  fullPath?: string;
+  preview?: string;
+}
+
+/**
+ * The page of a task's log from `sinceBytes`: its tail, the spill path when the tail is cut, and
+ * the head preview of a small log. `record` is the task as its reader knows it.
+ */
+export function readOutputPage(store: TaskStore, spill: OutputSpill, record: TaskRecord, sinceBytes = 0): OutputPage {
+  const id = record.id;
+  const total = store.outputSize(id);
+  const since = sinceBytes;
+  // A UTF-8 character is at most 4 bytes: this window holds every byte the boundary check reads.
+  const windowStart = Math.max(0, since - 4);
+  let window: Buffer | undefined;
+  checkSinceBytes(id, since, total, (offset) => {
+    window ??= store.readOutput(id, windowStart, Math.min(total, since + 1));
+    return window[offset - windowStart]!;
+  });
+  // Only the tail is ever returned: one byte past the 50 KB cut is all tailTruncate needs to find
+  // the same cut it would find in the whole page, so a huge log is never read whole.
+  const page = store.readOutput(id, Math.max(since, total - (OUTPUT_TAIL_BYTES + 1)), total);
+  const tail = tailTruncate(page);
+  const result: OutputPage = { record: { ...record, outputBytes: total }, output: tail.text, outputBytes: total, truncated: tail.truncated };
+  if (tail.startsMidLine) result.startsMidLine = true;
+  if (tail.truncated) result.fullPath = spill.path(store, id, total);
+  // "Small" = the whole log would fit one untruncated page; large logs get a tail and a path only.
+  if (total > 0 && total <= SMALL_OUTPUT_BYTES) {
+    const whole = since === 0 ? page : store.readOutput(id, 0, total);
+    if (since === 0 ? !tail.truncated : !tailTruncate(whole).truncated) result.preview = headPreview(whole.subarray(0, PREVIEW_BYTES + 4));
+  }
+  return result;
+}
+
+/**
+ * Where a truncated page's whole log can be read: the store's own file, or — for a log with no
+ * file (in memory, in Redis) — a spill file in `<dataDir>/spill` (or a private temp dir removed
+ * by `remove`), extended with what arrived since the last read (appended, never rewritten, so
+ * polling a growing log stays cheap). Its directory is private (0700) and its file never
+ * followed as a link: no one else reads or redirects it.
+ */
+export class OutputSpill {
+  private readonly dir: string | PrivateTempDir;
+  /** Bytes of each log already copied to its spill file. */
+  private readonly spilled = new Map<string, number>();
+
+  constructor(dataDir: string | undefined) {
+    this.dir = dataDir ? join(dataDir, "spill") : new PrivateTempDir("codemode-tasks");
+  }
+
+  path(store: TaskStore, id: string, total: number): string {
+    const own = store.outputPath(id);
+    if (own) return own;
+    const dir = typeof this.dir === "string" ? ensurePrivateDir(this.dir) : this.dir.path;
+    const spill = join(dir, `${id}.log`);
+    const written = this.spilled.get(id) ?? 0;
+    if (written === 0) replaceFileAtomic(spill, store.readOutput(id, 0, total));
+    else if (total > written) appendPrivate(spill, store.readOutput(id, written, total));
+    this.spilled.set(id, Math.max(written, total));
+    return spill;
+  }
+
+  /** Removes a private temp dir (a data dir's spill stays, for readers of the paths it gave). */
+  remove(): void {
+    if (typeof this.dir !== "string") this.dir.remove();
+  }
+}
+
+const SCAN_CHUNK_BYTES = 64 * 1024;
+
+/** Whether the log holds anything but whitespace between `start` and `end`, scanned backwards in chunks. */
+export function hasFinalOutput(store: TaskStore, id: string, start: number, end: number): boolean {
+  for (let to = end; to > start; to -= SCAN_CHUNK_BYTES) {
+    const chunk = store.readOutput(id, Math.max(start, to - SCAN_CHUNK_BYTES), to);
+    if (/\S/.test(chunk.toString("latin1"))) return true;
+  }
+  return false;
+}
+
+/** The last `bytes` of the log between `start` and `end`, as text (where a prompt-json report sits). */
+export function outputTail(store: TaskStore, id: string, start: number, end: number, bytes: number): string {
+  return store.readOutput(id, Math.max(start, end - bytes), end).toString("utf8");
 }

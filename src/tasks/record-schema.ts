@@ -15,6 +15,7 @@ const report = z.object({
   usage,
 });
 const time = z.number().finite().nonnegative();
+const workerSchema = z.object({ id: z.string(), host: z.string(), pid: z.number().int() });
 
 const recordSchema = z.object({
   id: z.string().regex(TASK_ID, "must be a 26-character ULID"),
@@ -43,7 +44,8 @@ const recordSchema = z.object({
   outputBytes: count,
   outputCutBytes: count.optional(),
   processes: z.object({ pgid: z.number().int().positive(), startTime: z.string(), pidNamespace: z.string().optional() }).optional(),
-  worker: z.object({ id: z.string(), host: z.string(), pid: z.number().int() }).optional(),
+  worker: workerSchema.optional(),
+  lostAttempts: z.array(z.object({ worker: workerSchema, startedAt: time.optional(), lostAt: time, outputBytes: count })).optional(),
 });
 
 /** The record in a row's JSON, or the reason it cannot be served. */

@@ -5,7 +5,8 @@ import type { TaskStatus } from "./types.js";
 
 const LEGAL: Record<TaskStatus, readonly TaskStatus[]> = {
   queued: ["running", "canceled", "lost"],
-  running: ["stopping", "succeeded", "failed", "canceled", "lost"],
+  // running → queued: only a task whose queue worker was lost, when its agent opted into retries.
+  running: ["stopping", "succeeded", "failed", "canceled", "lost", "queued"],
   stopping: ["succeeded", "failed", "canceled", "lost"],
   succeeded: [],
   failed: [],

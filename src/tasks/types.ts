@@ -27,6 +27,18 @@ export interface WorkerInfo {
   host: string;
   pid: number;
 }
+
+/**
+ * An earlier run of a task that its queue worker lost, kept on the record when the agent opted
+ * into `retries` and the task was queued again (Redis backend only; docs/distributed.md).
+ */
+export interface LostAttempt {
+  worker: WorkerInfo;
+  startedAt?: number;
+  lostAt: number;
+  /** The size of the task's log when the attempt was lost: the next attempt's output follows. */
+  outputBytes: number;
+}
 /** `workflow`: not an agent but a workflow's graph, run in-process by the host (see SpawnRequest.workflow). */
 export const DRIVER_KINDS = ["script", "command", "openai", "function", "workflow"] as const;
 export type DriverKind = (typeof DRIVER_KINDS)[number];
@@ -105,6 +117,8 @@ export interface TaskRecord {
   processes?: TaskProcessGroup;
   /** The queue worker that took the task (Redis backend): where its processes run. */
   worker?: WorkerInfo;
+  /** Earlier attempts lost with their worker, oldest first (agents with `retries` only); the record is the current one. */
+  lostAttempts?: LostAttempt[];
 }
 
 export function zeroUsage(): Usage {

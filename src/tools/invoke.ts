@@ -446,6 +446,8 @@ interface Call {
   returned: unknown;
   record: unknown;
   overrides: Overrides;
+  /** The tool flagged its own result as a failure (`toolResult(…, { isError: true })`): the model's result says so. */
+  isError?: boolean;
   result: ToolCallResult | undefined;
   /** The schema the record was projected on (for `encoded`: what the value is projected on when asked for). */
   plan: ViewPlan | undefined;
@@ -574,6 +576,7 @@ function finalize(call: Call): Promise<void> | undefined {
   call.record = wrapped ? wrapped.output : returned;
   if (wrapped && wrapped.modelOutput !== undefined) call.overrides.modelOutput = { value: wrapped.modelOutput };
   if (wrapped && Object.hasOwn(wrapped, "details")) call.overrides.details = { value: wrapped.details };
+  if (wrapped?.isError === true) call.isError = true;
   const postCallHook = call.settings.hooks?.postCall;
   if (!(call.binary && !postCallHook && encodeForGuest(call))) call.result = channels(call, call.overrides);
   if (!postCallHook) {
@@ -642,6 +645,7 @@ async function postCall(call: Call, hook: NonNullable<ToolHooks["postCall"]>): P
 }
 
 function succeeded(call: Call): void {
+  if (call.isError && !call.programOnly) call.result!.isError = true;
   call.traced?.succeeded(call.view, call.record, call.programOnly ? undefined : call.result!.content.map((c) => c.text).join("\n"));
 }
 

@@ -12,13 +12,15 @@ const TOOL_RESULT = Symbol.for("codemode-runtime.toolResult");
  * Wraps a record with its own model text and/or details. A plain object `{ output, modelOutput }`
  * is recognised too; this helper is for records that might look like one (e.g. only `output`).
  */
-export function toolResult<R>(output: R, extra: { modelOutput?: string; details?: unknown } = {}): ToolResult<R> {
-  if (!isPlainObject(extra)) throw new TypeError(`toolResult: "extra" must be an object { modelOutput?, details? }, received ${describeValue(extra)}`);
+export function toolResult<R>(output: R, extra: { modelOutput?: string; details?: unknown; isError?: boolean } = {}): ToolResult<R> {
+  if (!isPlainObject(extra)) throw new TypeError(`toolResult: "extra" must be an object { modelOutput?, details?, isError? }, received ${describeValue(extra)}`);
   if (extra.modelOutput !== undefined && typeof extra.modelOutput !== "string") {
     throw new TypeError(`toolResult: "modelOutput" must be a string, received ${describeValue(extra.modelOutput)}`);
   }
+  if (extra.isError !== undefined && typeof extra.isError !== "boolean") throw new TypeError(`toolResult: "isError" must be a boolean, received ${describeValue(extra.isError)}`);
   const result: ToolResult<R> = { output };
   if (extra.modelOutput !== undefined) result.modelOutput = extra.modelOutput;
+  if (extra.isError === true) result.isError = true;
   if (Object.hasOwn(extra, "details")) result.details = extra.details;
   Object.defineProperty(result, TOOL_RESULT, { value: true, enumerable: false });
   return result;

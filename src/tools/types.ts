@@ -51,6 +51,12 @@ export interface ToolResult<R> {
   output: R;
   modelOutput?: string;
   details?: unknown;
+  /**
+   * The tool ran, and what it reports is a failure the model should see as one (ptc_run_code: a
+   * program that failed): the channels are built as usual and flagged `isError`. A program's own
+   * call still resolves to the record.
+   */
+  isError?: boolean;
 }
 
 /** How hooks see a tool: enough to match on, nothing to call. */

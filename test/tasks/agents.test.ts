@@ -53,6 +53,8 @@ describe("agents", () => {
       maxTurns: 4,
       script: join(dirA, "reviewer.js"),
     });
+    // retries (the Redis queue's opt-in to running a lost task again) is read like any field.
+    expect(parseAgentFile(join(root, "again.md"), "---\ndescription: d\ndriver: command\ncommand: [\"true\"]\nretries: 2\n---\n").retries).toBe(2);
     expect(reg.get("claude")).toStrictEqual({
       name: "claude",
       description: "Claude Code",
@@ -96,6 +98,8 @@ describe("agents", () => {
       ["no front matter", `agent file "${f}": must start with YAML front matter between "---" lines (name, description, driver, …)`],
       ["---\n- a\n- b\n---\n", `agent file "${f}": front matter must be a YAML mapping of fields (name, description, driver, …)`],
       ["---\ndescription: d\ndriver: openai\nmodel: m\nprices: { input: -1, output: 2 }\n---\n", `agent file "${f}": line 5: field "prices.input" Too small: expected number to be >=0`],
+      ["---\ndescription: d\ndriver: command\ncommand: [\"true\"]\nretries: 11\n---\n", `agent file "${f}": line 5: field "retries" Too big: expected number to be <=10`],
+      ["---\ndescription: d\ndriver: command\ncommand: [\"true\"]\nretries: 1.5\n---\n", `agent file "${f}": line 5: field "retries" expected int, received number`],
     ];
     for (const [text, message] of cases) {
       const err = errorOf(() => parseAgentFile(f, text));

@@ -36,4 +36,17 @@ describe("script driver", () => {
       'agent "s" uses the script driver but this task host has no script runner; create it through createCodemode, or pass the scriptRunner option to TaskHost',
     );
   });
+
+  it("a runner attached after the host was built runs the next script task; a second one is refused", async () => {
+    const host = new TaskHost({
+      store: memoryTaskStore(),
+      agents: new AgentRegistry({ dirs: [], agents: [{ name: "s", description: "d", driver: "script", scriptCode: "text(1)" }] }),
+    });
+    const runner: ScriptRunner = async (code, o) => ({ output: `${o.task}: ${code}`, ok: true });
+    host.attach({ scriptRunner: runner });
+    const rec = await host.spawn({ agent: "s", task: "t" });
+    expect([rec.status, host.output(rec.id).output]).toStrictEqual(["succeeded", "t: text(1)"]);
+    expect(() => host.attach({ scriptRunner: runner })).toThrow("TaskHost.attach: this host has a script runner already");
+    await host.close();
+  });
 });

@@ -3,6 +3,8 @@ import { assertTransition, canTransition, TASK_STATUSES, TaskError, type TaskSta
 
 const LEGAL: Array<[TaskStatus, TaskStatus]> = [
   ["queued", "running"], ["queued", "canceled"], ["queued", "lost"],
+  // A task whose queue worker was lost, queued again for an agent with `retries` (docs/distributed.md).
+  ["running", "queued"],
   ["running", "stopping"], ["running", "succeeded"], ["running", "failed"], ["running", "canceled"], ["running", "lost"],
   ["stopping", "succeeded"], ["stopping", "failed"], ["stopping", "canceled"], ["stopping", "lost"],
 ];

@@ -748,3 +748,24 @@ describe("audience: program", () => {
     await expect(invokeTool(textTool, {}, { ctx, audience: "robot" as never })).rejects.toThrow('invokeTool: options.audience must be "model" or "program", received "robot"');
   });
 });
+
+describe("a tool that flags its own result as an error", () => {
+  const check = defineTool({
+    name: "check",
+    description: "says whether n is even",
+    input: z.object({ n: z.number() }),
+    output: z.object({ even: z.boolean() }),
+    execute: ({ n }) => toolResult({ even: n % 2 === 0 }, { modelOutput: n % 2 === 0 ? "even" : "odd: not accepted", isError: n % 2 !== 0 }),
+  });
+
+  it("the model's result is isError with the channels built as usual; a program still gets the record", async () => {
+    expect(await invokeTool(check, { n: 3 }, { ctx: ctx() })).toStrictEqual({ content: [{ type: "text", text: "odd: not accepted" }], structuredContent: { even: false }, details: { even: false }, isError: true });
+    const ok = await invokeTool(check, { n: 2 }, { ctx: ctx() });
+    expect([ok.structuredContent, Object.hasOwn(ok, "isError")]).toStrictEqual([{ even: true }, false]);
+    expect(await invokeToolForProgram(check, { n: 3 }, { ctx: ctx() })).toStrictEqual({ even: false });
+  });
+
+  it("toolResult refuses an isError that is not a boolean", () => {
+    expect(() => toolResult({}, { isError: "yes" as unknown as boolean })).toThrow('toolResult: "isError" must be a boolean, received');
+  });
+});

@@ -5,7 +5,8 @@
 // to a reconnect is never a stop or an end missed.
 import { Queue, type ConnectionOptions } from "bullmq";
 import { Redis } from "ioredis";
-import type { RemoteQueue } from "../remote.js";
+import type { TraceCarrier } from "../../tracing.js";
+import { attemptOf, type RemoteQueue, type TaskJob } from "../remote.js";
 import type { TaskRecord } from "../types.js";
 import { keyPrefix, redactCredentials, redisLabel, redisOptions, type RedisTarget } from "./connection.js";
 
@@ -50,14 +51,23 @@ export class BullRemoteQueue implements RemoteQueue {
     return this.queue;
   }
 
-  async enqueue(record: TaskRecord): Promise<void> {
-    // At most once: BullMQ never retries a job by itself (attempts: 1), and a worker that stalls
-    // marks its task lost instead of letting the job run again (see worker.ts).
-    await this.bull().add(record.agent, { id: record.id }, { jobId: record.id, attempts: 1, removeOnComplete: true, removeOnFail: { age: 3600 } });
+  async enqueue(record: TaskRecord, trace?: TraceCarrier): Promise<void> {
+    const attempt = attemptOf(record);
+    const data: TaskJob = { id: record.id };
+    if (attempt > 1) {
+      data.attempt = attempt;
+      // A retry carries the trace context of the spawn, as the first attempt's job did.
+      trace ??= ((await this.bull().getJob(jobId(record.id, 1)))?.data as TaskJob | undefined)?.trace;
+    }
+    if (trace) data.trace = trace;
+    // At most once per job: BullMQ never retries a job by itself (attempts: 1), and a worker that
+    // stalls fails its job instead of letting it run again (see worker.ts). A retry the agent
+    // opted into is a new job, put here by the host that found the attempt lost.
+    await this.bull().add(record.agent, data, { jobId: jobId(record.id, attempt), attempts: 1, removeOnComplete: true, removeOnFail: { age: 3600 } });
   }
 
-  async cancelQueued(id: string): Promise<boolean> {
-    const job = await this.bull().getJob(id);
+  async cancelQueued(record: TaskRecord): Promise<boolean> {
+    const job = await this.bull().getJob(jobId(record.id, attemptOf(record)));
     // No job: it was never queued (the enqueue failed) or it is gone with a Redis that lost its data.
     if (!job) return true;
     try {
@@ -153,6 +163,11 @@ export class BullRemoteQueue implements RemoteQueue {
     this.subscribing = sub.subscribe(`${this.prefix}ended`, `${this.prefix}stops`).then(() => undefined);
     return this.subscribing;
   }
+}
+
+/** A task's job id: the task id for its first attempt, `<id>-<n>` for a later one (one job per attempt). */
+export function jobId(id: string, attempt: number): string {
+  return attempt === 1 ? id : `${id}-${attempt}`;
 }
 
 /** BullMQ's connection options are ioredis options, typed by BullMQ for every backend it has. */

@@ -1,10 +1,12 @@
 // A queue worker: takes task jobs from BullMQ and runs each through the task host's own runQueued
-// (the same drivers, output log, host-counted usage and finish as a local task). BullMQ's stall
-// detection is what says a worker is gone: a job whose lock expired is failed, never run again,
-// and its task is marked lost with reason worker_lost.
+// (the same drivers, output log, host-counted usage and finish as a local task), under the trace
+// context the job carries. BullMQ's stall detection is what says a worker is gone: a job whose
+// lock expired is failed, never run again, and its task is marked lost with reason worker_lost —
+// or, for an agent with `retries`, queued again as a new job (TaskHost.workerLost).
 import { hostname } from "node:os";
 import { Worker, type Job } from "bullmq";
 import type { TaskHost } from "../host.js";
+import type { TaskJob } from "../remote.js";
 import { currentOwner } from "../owner.js";
 import type { WorkerInfo } from "../types.js";
 import { redactCredentials, type RedisTarget } from "./connection.js";
@@ -39,7 +41,7 @@ export class QueueWorker {
   ) {
     this.info = info;
     const { host, target } = options;
-    this.worker = new Worker(target.queue, async (job: Job<{ id: string }>) => this.process(job), {
+    this.worker = new Worker(target.queue, async (job: Job<TaskJob>) => this.process(job), {
       connection: bullConnection(target),
       prefix: BULL_PREFIX,
       concurrency: options.concurrency,
@@ -56,7 +58,7 @@ export class QueueWorker {
       if (!id || !STALLED.test(err.message)) return;
       try {
         const rec = host.store.get(id);
-        if (rec) host.workerLost(rec);
+        if (rec) host.workerLost(rec, job?.data?.attempt ?? 1);
       } catch (e) {
         options.onWarning?.(`could not mark task ${id} lost: ${(e as Error).message}`);
       }
@@ -81,8 +83,8 @@ export class QueueWorker {
     return w;
   }
 
-  private async process(job: Job<{ id: string }>): Promise<string> {
-    const rec = await this.options.host.runQueued(job.data.id);
+  private async process(job: Job<TaskJob>): Promise<string> {
+    const rec = await this.options.host.runQueued(job.data.id, { attempt: job.data.attempt ?? 1, trace: job.data.trace });
     return rec?.status ?? "missing";
   }
 

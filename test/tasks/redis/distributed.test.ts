@@ -151,6 +151,37 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () =>
     }
   });
 
+  it("an agent with retries: 1 — its task on a worker killed with SIGKILL runs again on the other worker and succeeds, the lost attempt on the record", async () => {
+    const id = await spawn("flaky", "twice if need be");
+    const pids = await eventually(() => /pids (\d+) (\d+)/.exec(host.cm.tasks.output(id).output)?.slice(1).map(Number), "the first attempt to start");
+    const first = record(id);
+    const victim = q.workers.find((w) => w.id === first.worker!.id)!;
+    const survivor = q.workers.find((w) => w !== victim)!;
+    await stopWorker(victim, "SIGKILL");
+    try {
+      const done = await host.cm.tasks.wait(id);
+      const firstOutput = `pids ${pids[0]} ${pids[1]}\n`;
+      expect(done).toMatchObject({ status: "succeeded", exitCode: 0, worker: { id: survivor.id }, usage: { input: 0, output: 0, cost: 0, turns: 0 } });
+      expect(done.lostAttempts).toStrictEqual([{ worker: first.worker, startedAt: first.startedAt, lostAt: done.lostAttempts![0]!.lostAt, outputBytes: firstOutput.length }]);
+      expect(done.startedAt!).toBeGreaterThanOrEqual(done.lostAttempts![0]!.lostAt);
+      // One log: the lost attempt's output, the host's line saying where the next begins, the next one's.
+      expect(host.cm.tasks.output(id).output).toBe(
+        `${firstOutput}\n[codemode: attempt 1 was lost with worker ${victim.id} on ${first.worker!.host} (it exited or lost Redis); attempt 2 of at most 2 starts here]\nsecond attempt\n`,
+      );
+      // The lost attempt's processes were stopped before it ran again.
+      await eventually(() => (pids.some(alive) ? undefined : true), "the lost attempt's processes to be gone");
+      const full = JSON.parse(await (async () => {
+        const r = await host.cm.run(`text(JSON.stringify(await tools.ptc_task_output({ task_id: ${JSON.stringify(id)}, result_view: "full" })))`, { timeoutMs: 60_000 });
+        return r.content.map((c) => c.text).join("");
+      })()) as { task: { lost_attempts: unknown } };
+      expect(full.task.lost_attempts).toStrictEqual([
+        { worker: first.worker, started_at: new Date(first.startedAt!).toISOString(), lost_at: new Date(done.lostAttempts![0]!.lostAt).toISOString(), output_bytes: firstOutput.length },
+      ]);
+    } finally {
+      q.workers = [survivor, await startWorker(project)];
+    }
+  });
+
   it("a worker stopped with SIGTERM cancels the task it runs (its processes too) and exits 0", async () => {
     const id = await spawn("sleeper", "interrupted");
     const pids = await eventually(() => /pids (\d+) (\d+)/.exec(host.cm.tasks.output(id).output)?.slice(1).map(Number), "the sleeper to start");
