@@ -10,10 +10,7 @@ import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, usageFlags, UsageError,
 import { loadConfig } from "./config.js";
 import { EXIT_OK, forTerminal, write, type Io } from "./io.js";
 import { openRuntime } from "./runtime.js";
-import { reportRun } from "./run.js";
-
-/** `codemode run` / `resume` exit code when the program stopped for an approval: resume it with the printed continuation. */
-export const EXIT_INTERRUPTED = 3;
+import { reportRun } from "./report-run.js";
 
 const RESUME_FLAGS = {
   allow: { type: "string", value: "<id>", list: true, description: "run that call (repeat it, or give several ids separated by commas)" },

@@ -21,6 +21,8 @@ export interface Io {
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
+/** `codemode run` / `resume` exit code when the program stopped for an approval: resume it with the printed continuation. */
+export const EXIT_INTERRUPTED = 3;
 
 /**
  * C0 controls but tab and newline (a carriage return only when it ends a CRLF line is kept), DEL,

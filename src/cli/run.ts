@@ -5,11 +5,11 @@ import { resolve } from "node:path";
 import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, parseDuration, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { loadConfig } from "./config.js";
 import { text } from "node:stream/consumers";
-import { EXIT_FAILED, EXIT_OK, line, useColor, write, writeOutput, type Io } from "./io.js";
+import { EXIT_OK, useColor, write, type Io } from "./io.js";
 import { SESSION_NAME } from "../codemode/sessions.js";
-import { openRuntime, type Runtime } from "./runtime.js";
-import { canAsk, cliResumeHint, EXIT_INTERRUPTED, terminalAsker } from "./approvals.js";
-import type { RunResult } from "../codemode/run-result.js";
+import { openRuntime } from "./runtime.js";
+import { canAsk, cliResumeHint, terminalAsker } from "./approvals.js";
+import { reportRun } from "./report-run.js";
 import { ProgressView, progressMode } from "./progress.js";
 
 const RUN_FLAGS = {
@@ -98,25 +98,4 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
   } finally {
     await runtime.close();
   }
-}
-
-/** Prints a run's result (content, or all three channels with --json) and returns the exit code. */
-export async function reportRun(result: RunResult, json: boolean, io: Io, runtime: Runtime): Promise<number> {
-  // Upstream servers that did not start are part of this run's story too.
-  if (runtime.warnings.length > 0) result.details.warnings = [...runtime.warnings, ...result.details.warnings];
-  const ok = result.structuredContent.status === "ok";
-  if (json) {
-    await write(io.stdout, JSON.stringify(result, null, 2) + "\n");
-  } else {
-    // The program's own text: exact into a pipe, its control characters made visible on a terminal.
-    const text = result.content.map((block) => block.text).join("\n");
-    await writeOutput(ok || result.structuredContent.status === "interrupted" ? io.stdout : io.stderr, line(text));
-  }
-  // Background subagents live as long as this process: say so when closing stops some.
-  const active = runtime.cm.tasks.running + runtime.cm.tasks.queued;
-  if (active > 0) {
-    await write(io.stderr, `codemode: ${active} background task${active === 1 ? " was" : "s were"} still running and ${active === 1 ? "is" : "are"} stopped now that the program ended; wait for them in the program (await tools.ptc_task_wait({})) to keep their results\n`);
-  }
-  if (result.structuredContent.status === "interrupted") return EXIT_INTERRUPTED;
-  return ok ? EXIT_OK : EXIT_FAILED;
 }
