@@ -78,7 +78,8 @@ describe("memory and stack", () => {
 
   it("caps typed arrays and many objects for real", async () => {
     expectFailure(await cm.run(`const parts = []; for (let i = 0; i < 100; i++) parts.push(new Uint8Array(8 * 1024 * 1024)); text(parts.length)`), "memory");
-    expectFailure(await cm.run(`const a = []; for (;;) a.push({ i: a.length, s: "v" + a.length })`), "memory");
+    // Filling the cap with small objects takes ~300 ms of allocation: room for a loaded machine.
+    expectFailure(await cm.run(`const a = []; for (;;) a.push({ i: a.length, s: "v" + a.length })`, { timeoutMs: 5_000 }), "memory", 6_000);
   });
 
   it("turns deep recursion into a catchable RangeError, then a stack failure", async () => {
@@ -105,8 +106,9 @@ describe("memory and stack", () => {
 
 describe("calls and crossings", () => {
   it("ends the run past 1,000 tool calls", async () => {
-    const result = await cm.run(`for (let i = 0; i < 2000; i++) await tools.echo({})`);
-    expectFailure(result, "call_limit");
+    // A limit test, not a speed test: 1,000 round trips get room on a loaded machine.
+    const result = await cm.run(`for (let i = 0; i < 2000; i++) await tools.echo({})`, { timeoutMs: 10_000 });
+    expectFailure(result, "call_limit", 11_000);
     expect(result.structuredContent.tool_calls).toBe(1000);
     expect(result.structuredContent.error?.message).toBe("the program made more than 1000 tool calls (the per-run limit)");
   });

@@ -134,10 +134,10 @@ describe("a model fixes its program from the first error it sees", () => {
 
   it("polling a task until the deadline names the call and the last status it saw", async () => {
     const code = `const { task_id } = await tools.ptc_subagent({ agent: "slow", task: "wait", background: true });\nlet out;\ndo {\n  out = await tools.ptc_task_output({ task_id });\n  await sleep(25);\n} while (out.status !== "succeeded");`;
-    const result = await cm.run(code, { timeoutMs: 800 });
+    const result = await cm.run(code, { timeoutMs: 2_000 });
     const content = result.content[0]!.text;
     expect(result.structuredContent.error).toMatchObject({ kind: "timeout", line: 4 });
-    expect(content).toMatch(/^Script failed \(timeout\): the program was still polling when its 800 ms deadline passed: it called tools\.ptc_task_output \d+ times; the last statuses it saw: [0-9A-Z]{26} running \(line 4, column 15\)/);
+    expect(content).toMatch(/^Script failed \(timeout\): the program was still polling when its 2000 ms deadline passed: it called tools\.ptc_task_output \d+ times; the last statuses it saw: [0-9A-Z]{26} running \(line 4, column 15\)/);
     expect(content).toContain("wait for the tasks in one call instead of polling: await tools.ptc_task_wait({ task_ids }) returns when they have ended, or shortly before the deadline with timed_out: true (the call at line 4)");
     const running = (await cm.callTool("ptc_task_list", { status: ["running"] })).structuredContent as { tasks: { id: string }[] };
     for (const task of running.tasks) await cm.callTool("ptc_task_stop", { task_id: task.id });
