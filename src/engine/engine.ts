@@ -377,7 +377,11 @@ export class SandboxEngine {
     if (active.finished) return;
     active.finished = true;
     clearTimeout(active.hardStop);
-    if (slot.active === active) slot.active = undefined;
+    if (slot.active === active) {
+      slot.active = undefined;
+      // Nothing more is expected from this worker until its next run: the host sleeps, not polls.
+      slot.bridge.rest();
+    }
     if (done.retire && !slot.exited) {
       // The worker holds more memory than warm sessions may keep: replace it (before dispatching,
       // so no queued run is handed to it). Its sessions start on a fresh instance next time.
@@ -442,6 +446,8 @@ export class SandboxEngine {
       const now = Date.now();
       active.request.deadline = now + active.request.limits.timeoutMs;
       this.send(slot, active.request);
+      // The run's first message (often its end) is usually back within the host's poll window.
+      if (!slot.exited) slot.bridge.expect();
       this.armHardStop(slot, active, active.request.limits.timeoutMs + HARD_STOP_GRACE_MS);
     }
     if (waitUntil !== Infinity) {
@@ -505,7 +511,7 @@ export class SandboxEngine {
   private sendSettles(slot: Slot): void {
     const settles = slot.settles.splice(0);
     if (slot.exited) return;
-    for (const settle of settles) slot.bridge.send(settle);
+    slot.bridge.sendAll(settles);
   }
 
   private send(slot: Slot, message: HostToWorker): void {

@@ -107,12 +107,14 @@ const bridge = new WorkerBridge(config.bridge);
 /**
  * How long a run waiting for its one tool call spins on the ring before it sleeps in
  * Atomics.wait: a fast tool answers sooner than a sleeping thread is scheduled again, which on a
- * loaded machine takes far longer than the call (a sequential call cost 2-4x more without it).
- * Never with more calls in flight (the host is busy with them and needs the core), and only while
- * fewer workers than `config.maxSpinners` spin (a shared count), so spinning threads never take
- * every core.
+ * loaded machine takes far longer than the call. It covers the host's answer with room to spare
+ * (the host polls as long after it, so a sequential loop keeps both threads awake); with 0.2 ms
+ * a busy host missed the window on most calls, and every call then paid a wake-up on both sides.
+ * The bridge spins shorter while answers are slow. Never with more calls in flight (the host is
+ * busy with them and needs the core), and only while fewer workers than `config.maxSpinners`
+ * spin (a shared count), so spinning threads never take every core.
  */
-const WAIT_SPIN_MS = 0.2;
+const WAIT_SPIN_MS = 1;
 const spinners = new Int32Array(config.spinners);
 /** The current run's messages not sent yet: they go as one batch (see HostLink). */
 const outbox: WorkerToHost[] = [];
