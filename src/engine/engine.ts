@@ -9,7 +9,7 @@ import { Worker } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
 import { compiledModule } from "./wasm-module.js";
 import { HostBridge, type BridgeMessage } from "./ring.js";
-import { formatSettle, parseBatch } from "./bridge-format.js";
+import { formatRun, formatSettle, parseBatch } from "./bridge-format.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunRequest, WorkerToHost } from "./protocol.js";
 import type { MemoryLayout } from "./snapshot.js";
 
@@ -445,7 +445,7 @@ export class SandboxEngine {
       // The clock starts when the program can start, not while it waited for a worker.
       const now = Date.now();
       active.request.deadline = now + active.request.limits.timeoutMs;
-      this.send(slot, active.request);
+      this.sendRun(slot, active.request);
       // The run's first message (often its end) is usually back within the host's poll window.
       if (!slot.exited) slot.bridge.expect();
       this.armHardStop(slot, active, active.request.limits.timeoutMs + HARD_STOP_GRACE_MS);
@@ -512,6 +512,12 @@ export class SandboxEngine {
     const settles = slot.settles.splice(0);
     if (slot.exited) return;
     slot.bridge.sendAll(settles);
+  }
+
+  /** A run goes through the ring: a worker watching it between runs is woken there; otherwise its event loop is told to look. */
+  private sendRun(slot: Slot, request: RunRequest): void {
+    if (slot.exited) return;
+    if (!slot.bridge.offer(formatRun(request))) this.send(slot, { type: "ring" });
   }
 
   private send(slot: Slot, message: HostToWorker): void {

@@ -69,7 +69,12 @@ export interface AbortMessage {
 }
 
 /** On the worker's main port; tool results (SettleMessage) travel on their own port. */
-export type HostToWorker = RunRequest | AbortMessage;
+/** A run was written to the shared-memory ring while the worker was not watching it: look there. */
+export interface RingMessage {
+  type: "ring";
+}
+
+export type HostToWorker = RunRequest | AbortMessage | RingMessage;
 
 export interface CallMessage {
   type: "call";

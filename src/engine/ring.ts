@@ -22,7 +22,7 @@
 //   worker→host messages posted to the overflow port (so the reader asks the port only then:
 //   receiveMessageOnPort costs microseconds), 11 the worker's waits and 12 how many of them
 //   went to sleep in Atomics.wait, 13 the times the worker rang the host (counts for stats()),
-//   14-15 spare.
+//   14 worker idle between runs and watching the ring (0/1), 15 spare.
 // A frame: length word (bit 31: text), sequence word, the payload, padding to 4 bytes. A frame
 // never wraps: a length word of -1 means "continue at the start".
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
@@ -43,6 +43,7 @@ const W = {
   workerWaits: 11,
   workerSleeps: 12,
   hostRings: 13,
+  workerIdle: 14,
 } as const;
 const WRAP = -1;
 const TEXT_FLAG = 0x80000000;
@@ -368,10 +369,33 @@ export class HostBridge {
     this.schedule();
   }
 
+  /**
+   * Offer a message to a worker between runs: written to the ring, and the worker woken if it
+   * is watching the ring (idle in Atomics.wait, see WorkerBridge.idleWait). False when it is not:
+   * its event loop must be told to look (by a message on its port), or the message waits there.
+   */
+  offer(message: BridgeMessage): boolean {
+    this.out.send(message);
+    // Read after writing, as the worker reads the ring after clearing the flag: one of the two sees the other.
+    if (Atomics.load(this.words, W.workerIdle) !== 1) return false;
+    this.wakeWorker(true);
+    return true;
+  }
+
   /** Stop run number `run`: the worker sees the abort word at its next check, and is woken if asleep. */
   abort(run: number): void {
     Atomics.store(this.words, W.abort, run);
     this.wakeWorker(true);
+  }
+
+  /** The host stopped polling and sleeps on its doorbell. */
+  get asleep(): boolean {
+    return this.sleeping;
+  }
+
+  /** The worker is idle between runs, watching the ring (an offer wakes it there). */
+  get workerWatching(): boolean {
+    return Atomics.load(this.words, W.workerIdle) === 1;
   }
 
   /** The worker said it is asleep in Atomics.wait. */
@@ -557,6 +581,24 @@ export class WorkerBridge {
     const outcome = this.sleep(run, untilMs);
     if (spinMs > 0 && outcome === "message") this.spinWindow = performance.now() - start > SLOW_ANSWER_SPINS * spinMs ? MIN_WINDOW_MS : Math.max(MIN_WINDOW_MS, window / 2);
     return outcome;
+  }
+
+  /**
+   * Between runs: watch the ring for up to `ms`, asleep in Atomics.wait, with the flag that lets
+   * the host wake this thread instead of its event loop (a futex wake costs far less than a
+   * message to a sleeping event loop). True if a message is there.
+   */
+  idleWait(ms: number): boolean {
+    const wake = Atomics.load(this.words, W.workerWake);
+    Atomics.store(this.words, W.workerIdle, 1);
+    try {
+      if (this.in.hasFrame()) return true;
+      Atomics.wait(this.words, W.workerWake, wake, ms);
+    } finally {
+      Atomics.store(this.words, W.workerIdle, 0);
+    }
+    // Checked after clearing the flag: a message the host wrote while it still saw the flag set is not missed.
+    return this.in.hasFrame();
   }
 
   /** The spin the next wait starts with (for tests and stats). */

@@ -14,7 +14,7 @@ import { getHeapStatistics } from "node:v8";
 import { parentPort, threadId, workerData } from "node:worker_threads";
 import { GuestRun, type HostLink, type VmSource } from "./guest-run.js";
 import { WorkerBridge, type BridgeInit } from "./ring.js";
-import { parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
+import { parseRun, parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
 import { bjsonSelfTest } from "./bjson.js";
 import { freshVm, preludeSetup, restoredVm, type HostDispatch } from "./guest-vm.js";
 import { InstanceSnapshot, memoryLayout, startSnapshots, type MemoryLayout } from "./snapshot.js";
@@ -192,9 +192,17 @@ function snapshotsOff(reason: string): void {
 }
 
 function prepareSpare(maxPages: number): void {
-  spare = newInstance(maxPages);
+  const next = newInstance(maxPages);
+  spare = next;
+  spareMade = false;
   // A failed spare is retried lazily by the next run.
-  spare.catch(() => (spare = undefined));
+  next.then(
+    () => (spareMade = true),
+    () => {
+      spareMade = true;
+      spare = undefined;
+    },
+  );
 }
 
 async function instanceFor(request: RunRequest): Promise<WasmInstance> {
@@ -284,6 +292,12 @@ async function run(request: RunRequest): Promise<void> {
 function deliverSettles(): boolean {
   let delivered = false;
   for (let message = bridge.receive(); message !== undefined; message = bridge.receive()) {
+    const next = parseRun(message);
+    if (next) {
+      // The host sends a run only to a worker that answered its last one; never dropped all the same.
+      acceptRun(next);
+      continue;
+    }
     const settle = parseSettle(message);
     if (current && settle.abortSeq === current.abortSeq) {
       current.settle(settle);
@@ -293,10 +307,78 @@ function deliverSettles(): boolean {
   return delivered;
 }
 
+/** A run is being set up, running or answering (from its request to the end of run()). */
+let running = false;
+/** Runs that arrived while one was running (the host never sends one then; kept in order all the same). */
+const waitingRuns: RunRequest[] = [];
+
+function acceptRun(request: RunRequest): void {
+  if (running) waitingRuns.push(request);
+  else startRun(request);
+}
+
+function startRun(request: RunRequest): void {
+  running = true;
+  void run(request).finally(() => {
+    running = false;
+    const next = waitingRuns.shift();
+    if (next) startRun(next);
+    // After run()'s own after-work (queued before this): background start-up, the spare.
+    else setImmediate(watchIdle);
+  });
+}
+
+/** Runs waiting in the ring (a run sent while this worker watched it, or announced by a "ring" message); late results are dropped. */
+function takeFrames(): void {
+  for (let message = bridge.receive(); message !== undefined; message = bridge.receive()) {
+    const request = parseRun(message);
+    if (request) acceptRun(request);
+  }
+}
+
+/**
+ * How long a worker watches the ring for its next run after one ends, and the longest it blocks
+ * its event loop at a time meanwhile. Runs come back to back or after short pauses: a futex wake
+ * of a thread in Atomics.wait reaches it far sooner than a message reaches a sleeping event loop
+ * (a warm run's request took 165-210 µs that way on the shared machine). Only once start-up work
+ * and the spare are done (watching would hold up their steps), and never during a run.
+ */
+const IDLE_WATCH_MS = 100;
+const WATCH_SLICE_MS = 5;
+let watching = false;
+let spareMade = false;
+let backgroundDone = false;
+
+function watchIdle(): void {
+  if (watching || running || !backgroundDone || !spareMade) return;
+  watching = true;
+  const until = performance.now() + IDLE_WATCH_MS;
+  const step = (): void => {
+    const remaining = until - performance.now();
+    if (running || remaining <= 0) {
+      watching = false;
+      return;
+    }
+    if (bridge.idleWait(Math.min(WATCH_SLICE_MS, remaining))) {
+      watching = false;
+      takeFrames();
+      return;
+    }
+    // Between slices the event loop turns: timers, port messages, anything else queued.
+    setImmediate(step);
+  };
+  step();
+}
+
 port.on("message", (message: HostToWorker) => {
   switch (message.type) {
     case "run":
-      void run(message);
+      acceptRun(message);
+      break;
+    case "ring":
+      // A run was written to the ring while this worker was not watching it (during a run, the
+      // run's own deliveries take it).
+      if (!running) takeFrames();
       break;
     case "abort":
       if (current?.runId === message.runId) current.abort();
@@ -312,6 +394,7 @@ function startBackground(): void {
   backgroundStarted = true;
   void startUp().finally(() => {
     baseHeap = heapTotal();
+    backgroundDone = true;
   });
 }
 
