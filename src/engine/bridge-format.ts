@@ -28,11 +28,16 @@ const BINARY_HEADER = 8;
 
 export function formatSettle(abortSeq: number, callId: number, ok: boolean, json: string | Uint8Array): BridgeMessage {
   if (typeof json === "string") return `${abortSeq}.${callId}.${ok ? 1 : 0}${json}`;
-  const frame = new Uint8Array(BINARY_HEADER + json.length);
+  return binaryFrame(abortSeq, callId, json);
+}
+
+/** Two header words, then the body, in a buffer of its own (so the port can transfer it). */
+function binaryFrame(first: number, second: number, body: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(BINARY_HEADER + body.length);
   const view = new DataView(frame.buffer);
-  view.setUint32(0, abortSeq, true);
-  view.setUint32(4, callId, true);
-  frame.set(json, BINARY_HEADER);
+  view.setUint32(0, first, true);
+  view.setUint32(4, second, true);
+  frame.set(body, BINARY_HEADER);
   return frame;
 }
 
@@ -40,13 +45,7 @@ const RUN_MARK = 0xffffffff;
 
 /** A run request as a frame for a worker between runs. */
 export function formatRun(request: RunRequest): Uint8Array {
-  const body = serialize(request);
-  const frame = new Uint8Array(BINARY_HEADER + body.length);
-  const view = new DataView(frame.buffer);
-  view.setUint32(0, RUN_MARK, true);
-  view.setUint32(4, RUN_MARK, true);
-  frame.set(body, BINARY_HEADER);
-  return frame;
+  return binaryFrame(RUN_MARK, RUN_MARK, serialize(request));
 }
 
 /** The run request a frame carries, or undefined for any other frame (a tool result). */
