@@ -138,20 +138,21 @@ describe("the bridge", () => {
       doorbells.push(message.type);
       post(message);
     };
-    // The worker watches once its start-up work is done and a run ended; runs until then go by its port.
-    let watching = false;
-    for (let attempt = 0; attempt < 100 && !watching; attempt++) {
+    // The worker watches once its start-up work is done and a run ended; runs until then go by its
+    // port, and so does one that comes while it is between two slices of its watch (a busy machine
+    // stretches those): try until a run found it watching.
+    let viaRing = false;
+    for (let attempt = 0; attempt < 100 && !viaRing; attempt++) {
       await echoRun(target, "return 1");
       for (let i = 0; i < 20 && !slot.bridge.workerWatching; i++) await new Promise((resolve) => setTimeout(resolve, 5));
-      watching = slot.bridge.workerWatching;
+      if (!slot.bridge.workerWatching) continue;
+      doorbells.length = 0;
+      const wakes = slot.bridge.stats.workerWakes;
+      const done = await echoRun(target, "return (await tools.echo({ n: 7 })).n");
+      expect(done.valueJson).toBe("7");
+      viaRing = doorbells.length === 0 && slot.bridge.stats.workerWakes > wakes;
     }
-    expect(watching).toBe(true);
-    doorbells.length = 0;
-    const wakes = slot.bridge.stats.workerWakes;
-    const done = await echoRun(target, "return (await tools.echo({ n: 7 })).n");
-    expect(done.valueJson).toBe("7");
-    expect(doorbells).toStrictEqual([]);
-    expect(slot.bridge.stats.workerWakes).toBeGreaterThan(wakes);
+    expect(viaRing).toBe(true);
     // A run taken from the ring is stopped as any other: abort wakes it where it sleeps.
     const handle = target.run(request("await tools.never({})"), never);
     await untilAsleep(slot.bridge);
