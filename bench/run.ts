@@ -9,6 +9,7 @@
 //   npm run bench -- calls   only the per-call rows (sequential, Promise.all, 1 MB result), for
 //                            before/after comparisons of the host's per-call work
 import { spawn } from "node:child_process";
+import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import vm from "node:vm";
 import { Worker } from "node:worker_threads";
@@ -24,6 +25,7 @@ import { RawQuickJS, type HostTool } from "./raw.js";
 import { importCosts, loadedModules } from "./imports.js";
 import { benchTasks } from "./tasks.js";
 import { benchTracing } from "./tracing.js";
+import { bridgeCounts } from "./bridge-counts.js";
 
 const quick = process.argv.includes("quick");
 const callsOnly = process.argv.includes("calls");
@@ -412,6 +414,14 @@ async function main(): Promise<void> {
   }
   console.log("Targets of issue 12 (ratios to raw quickjs-emscripten measured in this run; for runs/s, raw ÷ ours):");
   console.log(targetTable.toString());
+
+  // Counts first, then times: on a shared machine only the counts compare from run to run.
+  const countTable = new Table({ head: ["bridge, engine level (per op)", "host rings", "worker wakes", "worker sleeps", "runs announced by port", "median"] });
+  for (const row of await bridgeCounts(quick)) {
+    countTable.push([`${row.name} (per ${row.perOp})`, row.hostRings.toFixed(2), row.workerWakes.toFixed(2), row.workerSleeps.toFixed(2), row.doorbells.toFixed(2), `${row.medianUs.toFixed(1)} µs`]);
+  }
+  console.log(countTable.toString());
+  console.log(`load average at the end: ${loadavg().map((load) => load.toFixed(2)).join(", ")} (the machine has its cores shared: compare ratios and counts, not times)`);
   if (callsOnly) return;
 
   const fastTable = new Table({ head: ["engine fast paths, measured on their own", "value", "baseline", "ratio", "note"] });

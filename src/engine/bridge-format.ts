@@ -1,12 +1,16 @@
 // What travels over the shared-memory bridge (ring.ts) between the host and a sandbox worker.
 //
 // Host → worker: one frame per tool result, `<run>.<callId>.<0|1><json>` (the run's abort number,
-// so results of an ended run are told apart), text that the worker never parses beyond the prefix.
+// so results of an ended run are told apart), text that the worker never parses beyond the prefix;
+// and, to a worker idle between runs, the next run: bytes, a header no result has (run and call
+// 0xffffffff) and the request in V8's serialisation (what postMessage would have copied: bigints,
+// undefined and -0 survive, as they do there).
 // Worker → host: a batch of the run's messages (protocol.ts), as JSON text when small; a batch
 // that carries large strings goes as a structured-clone `{ posted }` message instead, since the
 // port copies strings and JSON would escape every quote of them.
+import { deserialize, serialize } from "node:v8";
 import type { BridgeMessage } from "./ring.js";
-import type { WorkerToHost } from "./protocol.js";
+import type { RunMessage, WorkerToHost } from "./protocol.js";
 
 /** A batch of the run's messages past this many characters is sent at once, through the port. */
 export const SEND_NOW_CHARS = 64 * 1024;
@@ -24,12 +28,32 @@ const BINARY_HEADER = 8;
 
 export function formatSettle(abortSeq: number, callId: number, ok: boolean, json: string | Uint8Array): BridgeMessage {
   if (typeof json === "string") return `${abortSeq}.${callId}.${ok ? 1 : 0}${json}`;
-  const frame = new Uint8Array(BINARY_HEADER + json.length);
+  return binaryFrame(abortSeq, callId, json);
+}
+
+/** Two header words, then the body, in a buffer of its own (so the port can transfer it). */
+function binaryFrame(first: number, second: number, body: Uint8Array): Uint8Array {
+  const frame = new Uint8Array(BINARY_HEADER + body.length);
   const view = new DataView(frame.buffer);
-  view.setUint32(0, abortSeq, true);
-  view.setUint32(4, callId, true);
-  frame.set(json, BINARY_HEADER);
+  view.setUint32(0, first, true);
+  view.setUint32(4, second, true);
+  frame.set(body, BINARY_HEADER);
   return frame;
+}
+
+const RUN_MARK = 0xffffffff;
+
+/** A run request as a frame for a worker between runs. */
+export function formatRun(request: RunMessage): Uint8Array {
+  return binaryFrame(RUN_MARK, RUN_MARK, serialize(request));
+}
+
+/** The run request a frame carries, or undefined for any other frame (a tool result). */
+export function parseRun(message: BridgeMessage): RunMessage | undefined {
+  if (!(message instanceof Uint8Array) || message.byteLength < BINARY_HEADER) return undefined;
+  const view = new DataView(message.buffer, message.byteOffset, message.byteLength);
+  if (view.getUint32(0, true) !== RUN_MARK || view.getUint32(4, true) !== RUN_MARK) return undefined;
+  return deserialize(message.subarray(BINARY_HEADER)) as RunMessage;
 }
 
 export function parseSettle(message: BridgeMessage): BridgeSettle {

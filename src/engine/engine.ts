@@ -9,7 +9,7 @@ import { Worker } from "node:worker_threads";
 import { compiledEntry, preludeSource } from "../package-files.js";
 import { compiledModule, moduleIfCompiled } from "./wasm-module.js";
 import { HostBridge, type BridgeMessage } from "./ring.js";
-import { formatSettle, parseBatch } from "./bridge-format.js";
+import { formatRun, formatSettle, parseBatch } from "./bridge-format.js";
 import type { ConsoleLine, DoneMessage, ErrorKind, HostToWorker, RunMessage, RunRequest, WorkerToHost } from "./protocol.js";
 import type { MemoryLayout } from "./snapshot.js";
 
@@ -392,7 +392,11 @@ export class SandboxEngine {
     if (active.finished) return;
     active.finished = true;
     clearTimeout(active.hardStop);
-    if (slot.active === active) slot.active = undefined;
+    if (slot.active === active) {
+      slot.active = undefined;
+      // Nothing more is expected from this worker until its next run: the host sleeps, not polls.
+      slot.bridge.rest();
+    }
     if (done.retire && !slot.exited) {
       // The worker holds more memory than warm sessions may keep: replace it (before dispatching,
       // so no queued run is handed to it). Its sessions start on a fresh instance next time.
@@ -455,7 +459,9 @@ export class SandboxEngine {
       slot.active = active;
       next.slot = slot;
       next.sent = sent;
-      this.send(slot, sent);
+      this.sendRun(slot, sent);
+      // The run's first message (often its end) is usually back within the host's poll window.
+      if (!slot.exited) slot.bridge.expect();
       this.armHardStop(slot, active, active.request.limits.timeoutMs + HARD_STOP_GRACE_MS);
     }
     if (waitUntil !== Infinity) {
@@ -519,7 +525,13 @@ export class SandboxEngine {
   private sendSettles(slot: Slot): void {
     const settles = slot.settles.splice(0);
     if (slot.exited) return;
-    for (const settle of settles) slot.bridge.send(settle);
+    slot.bridge.sendAll(settles);
+  }
+
+  /** A run goes through the ring: a worker watching it between runs is woken there; otherwise its event loop is told to look. */
+  private sendRun(slot: Slot, request: RunMessage): void {
+    if (slot.exited) return;
+    if (!slot.bridge.offer(formatRun(request))) this.send(slot, { type: "ring" });
   }
 
   private send(slot: Slot, message: HostToWorker): void {

@@ -95,7 +95,12 @@ export interface AbortMessage {
 }
 
 /** On the worker's main port; tool results (SettleMessage) travel on their own port. */
-export type HostToWorker = RunMessage | AbortMessage;
+/** A run was written to the shared-memory ring while the worker was not watching it: look there. */
+export interface RingMessage {
+  type: "ring";
+}
+
+export type HostToWorker = RunMessage | AbortMessage | RingMessage;
 
 export interface CallMessage {
   type: "call";

@@ -6,8 +6,12 @@
 //   - the worker sleeps in Atomics.wait, bounded by the deadline or its next timer, and is woken
 //     by the host only when it said it is asleep (and always on abort);
 //   - the host is rung (Atomics.waitAsync on a doorbell word) only when it said it is asleep;
-//     after every message it polls for a short while through setImmediate, so its event loop
-//     keeps running and no thread spins unbounded;
+//     while a run is active it polls through setImmediate for a while after every message (its
+//     event loop keeps running, and no thread spins unbounded), and between runs it sleeps;
+//   - the worker spins for a while before it sleeps, and spins less while its waits are far
+//     longer than the spin (a slow tool): on a busy machine a thread that slept is scheduled
+//     again only after hundreds of microseconds, so both sides stay awake while the other answers
+//     within the window, and a sequential loop of fast calls wakes no thread at all;
 //   - a value larger than the ring, or one that finds the ring full, goes through a MessagePort
 //     instead; every message carries a sequence number, so the two paths deliver in order.
 //
@@ -16,16 +20,45 @@
 //   4 worker asleep (0/1), 5 worker wake word, 6 host asleep (0/1), 7 host doorbell word,
 //   8 abort word (the host stores the number of the run to stop), 9 host→worker and 10
 //   worker→host messages posted to the overflow port (so the reader asks the port only then:
-//   receiveMessageOnPort costs microseconds), 11-15 spare.
+//   receiveMessageOnPort costs microseconds), 11 the worker's waits and 12 how many of them
+//   went to sleep in Atomics.wait, 13 the times the worker rang the host (counts for stats()),
+//   14 worker idle between runs and watching the ring (0/1), 15 spare.
 // A frame: length word (bit 31: text), sequence word, the payload, padding to 4 bytes. A frame
 // never wraps: a length word of -1 means "continue at the start".
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
 
 const HEADER_WORDS = 16;
-const W = { toWorkerHead: 0, toWorkerTail: 1, toHostHead: 2, toHostTail: 3, workerAsleep: 4, workerWake: 5, hostAsleep: 6, hostBell: 7, abort: 8, toWorkerPosted: 9, toHostPosted: 10 } as const;
+const W = {
+  toWorkerHead: 0,
+  toWorkerTail: 1,
+  toHostHead: 2,
+  toHostTail: 3,
+  workerAsleep: 4,
+  workerWake: 5,
+  hostAsleep: 6,
+  hostBell: 7,
+  abort: 8,
+  toWorkerPosted: 9,
+  toHostPosted: 10,
+  workerWaits: 11,
+  workerSleeps: 12,
+  hostRings: 13,
+  workerIdle: 14,
+} as const;
 const WRAP = -1;
 const TEXT_FLAG = 0x80000000;
 const FRAME_HEADER = 8;
+/**
+ * Spinning and polling adapt to what they achieve: a window in which the other side answered
+ * doubles (up to its maximum), one that ended in sleep halves (down to this floor). On a quiet
+ * machine both sides stay awake for the whole window and no thread is woken; on one where other
+ * processes take the cores, a spinning thread only delays the thread it waits for (on 2 cores
+ * with a third busy process, a host rung while its worker spun 0.2 ms answered after 320 µs, and
+ * after 20 µs when the worker slept at once), so the windows shrink and threads sleep instead.
+ */
+const MIN_WINDOW_MS = 0.02;
+/** A wait longer than this many maximum spins was a slow answer (a slow tool): spinning for it was useless. */
+const SLOW_ANSWER_SPINS = 4;
 
 /**
  * A message: text or bytes (through the ring when they fit), or any structured-clonable value
@@ -222,7 +255,7 @@ function lanes(init: BridgeInit): { toWorker: LaneArgs; toHost: LaneArgs } {
 export interface HostBridgeOptions {
   /** Bytes of each ring (a multiple of 4; default 256 KiB). */
   ringBytes?: number;
-  /** How long the host keeps polling after a message before it sleeps (default 0.1 ms). */
+  /** How long the host keeps polling after a message, while a run is active, before it sleeps (default 1 ms). */
   pollMs?: number;
 }
 
@@ -233,6 +266,12 @@ export interface BridgeStats {
   hostRings: number;
   /** Messages to the worker that went through the port (too large for the ring, or it was full). */
   overflowToWorker: number;
+  /** Times the worker waited for a message (spinning first where it may). */
+  workerWaits: number;
+  /** Of those, the ones that went to sleep in Atomics.wait (the rest ended while spinning). */
+  workerSleeps: number;
+  /** Times the host stopped polling and slept on its doorbell. */
+  hostSleeps: number;
 }
 
 /** The host's end: send to the worker, get the worker's messages delivered, abort a run. */
@@ -246,16 +285,24 @@ export class HostBridge {
   private readonly pollMs: number;
   private handler: ((message: BridgeMessage) => void) | undefined;
   private pollingUntil = 0;
+  /** The poll window now: adapted within `pollMs` (see MIN_WINDOW_MS). */
+  private window: number;
+  /** The host rang its own doorbell to end its sleep (not a message from the worker). */
+  private selfRung = false;
+  /** No run is active: deliver what comes, then sleep at once (nothing more is expected). */
+  private resting = false;
   private scheduled = false;
   private sleeping = false;
   private closed = false;
   private readonly hostPorts: MessagePort[];
   workerWakes = 0;
+  private hostSleeps = 0;
 
   constructor(options: HostBridgeOptions = {}) {
     const ringBytes = options.ringBytes ?? 256 * 1024;
     if (ringBytes < 64 || ringBytes % 4 !== 0) throw new RangeError(`ringBytes must be a multiple of 4 of at least 64, got ${ringBytes}`);
-    this.pollMs = options.pollMs ?? 0.1;
+    this.pollMs = options.pollMs ?? 1;
+    this.window = this.pollMs;
     const buffer = new SharedArrayBuffer(HEADER_WORDS * 4 + 2 * ringBytes);
     const toWorker = new MessageChannel();
     const toHost = new MessageChannel();
@@ -278,11 +325,61 @@ export class HostBridge {
   }
 
   send(message: BridgeMessage): void {
-    this.out.send(message);
+    this.sendAll([message]);
+  }
+
+  /**
+   * Messages that go together (the tool results of one turn): written first, then the worker is
+   * woken once, so it takes them in one delivery instead of waking for the first and again for
+   * each one that arrives while it settles the others.
+   */
+  sendAll(messages: readonly BridgeMessage[]): void {
+    if (messages.length === 0) return;
+    for (const message of messages) this.out.send(message);
     this.wakeWorker(false);
     // An answer is usually followed by the worker's next message: look for it for a while.
-    this.pollingUntil = performance.now() + this.pollMs;
+    this.pollFor();
+  }
+
+  /**
+   * A run started on the worker: poll for its messages from now on, so the first of them (often
+   * its end) does not have to ring a host that went to sleep.
+   */
+  expect(): void {
+    this.resting = false;
+    this.pollFor();
+  }
+
+  /** No run is active any more: stop polling once what has arrived is delivered. */
+  rest(): void {
+    this.resting = true;
+    this.pollingUntil = 0;
+  }
+
+  private pollFor(): void {
+    this.pollingUntil = performance.now() + this.window;
+    if (this.sleeping) {
+      this.selfRung = true;
+      // Asleep on the doorbell: ring it ourselves, so the pending wait ends and polling starts
+      // (abandoning the wait instead would leave one waiter behind per run).
+      Atomics.add(this.words, W.hostBell, 1);
+      Atomics.notify(this.words, W.hostBell);
+      return;
+    }
     this.schedule();
+  }
+
+  /**
+   * Offer a message to a worker between runs: written to the ring, and the worker woken if it
+   * is watching the ring (idle in Atomics.wait, see WorkerBridge.idleWait). False when it is not:
+   * its event loop must be told to look (by a message on its port), or the message waits there.
+   */
+  offer(message: BridgeMessage): boolean {
+    this.out.send(message);
+    // Read after writing, as the worker reads the ring after clearing the flag: one of the two sees the other.
+    if (Atomics.load(this.words, W.workerIdle) !== 1) return false;
+    this.wakeWorker(true);
+    return true;
   }
 
   /** Stop run number `run`: the worker sees the abort word at its next check, and is woken if asleep. */
@@ -291,13 +388,30 @@ export class HostBridge {
     this.wakeWorker(true);
   }
 
+  /** The host stopped polling and sleeps on its doorbell. */
+  get asleep(): boolean {
+    return this.sleeping;
+  }
+
+  /** The worker is idle between runs, watching the ring (an offer wakes it there). */
+  get workerWatching(): boolean {
+    return Atomics.load(this.words, W.workerIdle) === 1;
+  }
+
   /** The worker said it is asleep in Atomics.wait. */
   get workerAsleep(): boolean {
     return Atomics.load(this.words, W.workerAsleep) === 1;
   }
 
   get stats(): BridgeStats {
-    return { workerWakes: this.workerWakes, hostRings: Atomics.load(this.words, W.hostBell), overflowToWorker: this.out.overflowed };
+    return {
+      workerWakes: this.workerWakes,
+      hostRings: Atomics.load(this.words, W.hostRings),
+      overflowToWorker: this.out.overflowed,
+      workerWaits: Atomics.load(this.words, W.workerWaits),
+      workerSleeps: Atomics.load(this.words, W.workerSleeps),
+      hostSleeps: this.hostSleeps,
+    };
   }
 
   close(): void {
@@ -322,8 +436,16 @@ export class HostBridge {
     setImmediate(() => this.pump());
   }
 
-  /** Deliver what arrived; keep polling while within the poll window (or while more has arrived); otherwise sleep on the doorbell. */
-  private pump(): void {
+  /** The poll window the host uses now (for tests and stats). */
+  get pollWindowMs(): number {
+    return this.window;
+  }
+
+  /**
+   * Deliver what arrived; keep polling while within the poll window (or while more has arrived);
+   * otherwise sleep on the doorbell. `rung`: the worker's ring woke the host (the window missed).
+   */
+  private pump(rung = false): void {
     this.scheduled = false;
     if (this.closed) return;
     // One message per turn of the event loop, as a port would deliver them: what the handler
@@ -331,12 +453,14 @@ export class HostBridge {
     const message = this.in.receive();
     const delivered = message !== undefined;
     if (delivered) {
+      // Found while polling: the window paid for itself.
+      if (!rung && !this.resting) this.window = Math.min(this.pollMs, this.window * 2);
       this.handler!(message);
       if (this.closed) return;
     }
     const now = performance.now();
-    if (delivered) this.pollingUntil = now + this.pollMs;
-    if (now < this.pollingUntil) {
+    if (delivered && !this.resting) this.pollingUntil = now + this.window;
+    if (now < this.pollingUntil || (delivered && this.in.hasFrame())) {
       this.schedule();
       return;
     }
@@ -352,17 +476,22 @@ export class HostBridge {
     if (early !== undefined) {
       Atomics.store(this.words, W.hostAsleep, 0);
       this.handler!(early);
-      this.pollingUntil = performance.now() + this.pollMs;
+      if (!this.resting) this.pollingUntil = performance.now() + this.window;
       this.schedule();
       return;
     }
     this.sleeping = true;
+    this.hostSleeps++;
     const waited = waitAsync(this.words, W.hostBell, bell);
     const wake = () => {
       this.sleeping = false;
       Atomics.store(this.words, W.hostAsleep, 0);
+      const rung = !this.selfRung;
+      this.selfRung = false;
+      // The worker had to ring: the window was too short to be worth its core, or nothing was coming.
+      if (rung && !this.resting) this.window = Math.max(MIN_WINDOW_MS, Math.min(this.pollMs, this.window) / 2);
       // Straight on: the wait's own task is the turn; another setImmediate would cost one more.
-      if (!this.scheduled) this.pump();
+      if (!this.scheduled) this.pump(rung);
     };
     if (waited.async) void waited.value.then(wake);
     else {
@@ -398,6 +527,7 @@ export class WorkerBridge {
       // Cleared here so a burst of messages rings once.
       Atomics.store(this.words, W.hostAsleep, 0);
       this.hostRings++;
+      Atomics.add(this.words, W.hostRings, 1);
       Atomics.add(this.words, W.hostBell, 1);
       Atomics.notify(this.words, W.hostBell);
     }
@@ -425,17 +555,58 @@ export class WorkerBridge {
     return Atomics.load(this.words, W.abort) === run;
   }
 
+  /** How long the next wait spins (adapted, see MIN_WINDOW_MS); undefined: the caller's maximum. */
+  private spinWindow: number | undefined;
+
   /**
    * Block until a message from the host, an abort of run `run`, or `untilMs` (a performance.now()
-   * time: the deadline or the next timer). Spins for `spinMs` first: a fast tool answers sooner
-   * than a sleeping thread wakes.
+   * time: the deadline or the next timer). Spins for up to `spinMs` first: a fast tool answers
+   * sooner than a sleeping thread is scheduled again. The spin adapts within that maximum: it
+   * doubles after an answer that came while spinning and halves after one that did not (to the
+   * floor after a slow tool's).
    */
   wait(run: number, untilMs: number, spinMs = 0): WaitOutcome {
-    const spinUntil = Math.min(untilMs, performance.now() + spinMs);
+    Atomics.add(this.words, W.workerWaits, 1);
+    const start = performance.now();
+    const window = spinMs > 0 ? Math.min(spinMs, this.spinWindow ?? spinMs) : 0;
+    const spinUntil = Math.min(untilMs, start + window);
     while (performance.now() < spinUntil) {
       if (this.aborted(run)) return "aborted";
-      if (this.in.hasFrame()) return "message";
+      if (this.in.hasFrame()) {
+        this.spinWindow = Math.min(spinMs, window * 2);
+        return "message";
+      }
     }
+    Atomics.add(this.words, W.workerSleeps, 1);
+    const outcome = this.sleep(run, untilMs);
+    if (spinMs > 0 && outcome === "message") this.spinWindow = performance.now() - start > SLOW_ANSWER_SPINS * spinMs ? MIN_WINDOW_MS : Math.max(MIN_WINDOW_MS, window / 2);
+    return outcome;
+  }
+
+  /**
+   * Between runs: watch the ring for up to `ms`, asleep in Atomics.wait, with the flag that lets
+   * the host wake this thread instead of its event loop (a futex wake costs far less than a
+   * message to a sleeping event loop). True if a message is there.
+   */
+  idleWait(ms: number): boolean {
+    const wake = Atomics.load(this.words, W.workerWake);
+    Atomics.store(this.words, W.workerIdle, 1);
+    try {
+      if (this.in.hasFrame()) return true;
+      Atomics.wait(this.words, W.workerWake, wake, ms);
+    } finally {
+      Atomics.store(this.words, W.workerIdle, 0);
+    }
+    // Checked after clearing the flag: a message the host wrote while it still saw the flag set is not missed.
+    return this.in.hasFrame();
+  }
+
+  /** The spin the next wait starts with (for tests and stats). */
+  get spinMs(): number | undefined {
+    return this.spinWindow;
+  }
+
+  private sleep(run: number, untilMs: number): WaitOutcome {
     for (;;) {
       const wake = Atomics.load(this.words, W.workerWake);
       Atomics.store(this.words, W.workerAsleep, 1);

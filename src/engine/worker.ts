@@ -10,10 +10,11 @@
 // a never-used instance, without building a runtime. Snapshots start once a self-test passed, in
 // the background after the worker is ready; on any surprise the worker says why (once) and keeps
 // the ordinary path: a runtime, context and prelude built for every run.
+import { getHeapStatistics } from "node:v8";
 import { parentPort, threadId, workerData } from "node:worker_threads";
 import { GuestRun, type HostLink, type VmSource } from "./guest-run.js";
 import { WorkerBridge, type BridgeInit } from "./ring.js";
-import { parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
+import { parseRun, parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
 import { bjsonSelfTest } from "./bjson.js";
 import { freshVm, preludeSetup, restoredVm, type HostDispatch } from "./guest-vm.js";
 import { InstanceSnapshot, memoryLayout, startSnapshots, type MemoryLayout } from "./snapshot.js";
@@ -110,8 +111,17 @@ function drop(instance: WasmInstance): void {
  */
 let baseHeap: number | undefined;
 
+/**
+ * This thread's V8 heap (what process.memoryUsage().heapTotal reports): read before every run's
+ * answer, so from V8 directly; memoryUsage() also reads the process's RSS from the OS, which cost
+ * 40 µs of every warm run here.
+ */
+function heapTotal(): number {
+  return getHeapStatistics().total_heap_size;
+}
+
 function heldBytes(): number {
-  let held = droppedBytes + (baseHeap === undefined ? 0 : Math.max(0, process.memoryUsage().heapTotal - baseHeap));
+  let held = droppedBytes + (baseHeap === undefined ? 0 : Math.max(0, heapTotal() - baseHeap));
   for (const bytes of grownBy.values()) held += bytes;
   return held;
 }
@@ -120,12 +130,14 @@ const bridge = new WorkerBridge(config.bridge);
 /**
  * How long a run waiting for its one tool call spins on the ring before it sleeps in
  * Atomics.wait: a fast tool answers sooner than a sleeping thread is scheduled again, which on a
- * loaded machine takes far longer than the call (a sequential call cost 2-4x more without it).
- * Never with more calls in flight (the host is busy with them and needs the core), and only while
- * fewer workers than `config.maxSpinners` spin (a shared count), so spinning threads never take
- * every core.
+ * loaded machine takes far longer than the call. It covers the host's answer with room to spare
+ * (the host polls as long after it, so a sequential loop keeps both threads awake); with 0.2 ms
+ * a busy host missed the window on most calls, and every call then paid a wake-up on both sides.
+ * The bridge spins shorter while answers are slow. Never with more calls in flight (the host is
+ * busy with them and needs the core), and only while fewer workers than `config.maxSpinners`
+ * spin (a shared count), so spinning threads never take every core.
  */
-const WAIT_SPIN_MS = 0.2;
+const WAIT_SPIN_MS = 1;
 const spinners = new Int32Array(config.spinners);
 /** The current run's messages not sent yet: they go as one batch (see HostLink). */
 const outbox: WorkerToHost[] = [];
@@ -193,9 +205,17 @@ function snapshotsOff(reason: string): void {
 }
 
 function prepareSpare(maxPages: number): void {
-  spare = newInstance(maxPages);
+  const next = newInstance(maxPages);
+  spare = next;
+  spareMade = false;
   // A failed spare is retried lazily by the next run.
-  spare.catch(() => (spare = undefined));
+  next.then(
+    () => (spareMade = true),
+    () => {
+      spareMade = true;
+      spare = undefined;
+    },
+  );
 }
 
 async function instanceFor(request: RunRequest): Promise<WasmInstance> {
@@ -285,6 +305,12 @@ async function run(request: RunMessage): Promise<void> {
 function deliverSettles(): boolean {
   let delivered = false;
   for (let message = bridge.receive(); message !== undefined; message = bridge.receive()) {
+    const next = parseRun(message);
+    if (next) {
+      // The host sends a run only to a worker that answered its last one; never dropped all the same.
+      acceptRun(next);
+      continue;
+    }
     const settle = parseSettle(message);
     if (current && settle.abortSeq === current.abortSeq) {
       current.settle(settle);
@@ -294,10 +320,78 @@ function deliverSettles(): boolean {
   return delivered;
 }
 
+/** A run is being set up, running or answering (from its request to the end of run()). */
+let running = false;
+/** Runs that arrived while one was running (the host never sends one then; kept in order all the same). */
+const waitingRuns: RunMessage[] = [];
+
+function acceptRun(request: RunMessage): void {
+  if (running) waitingRuns.push(request);
+  else startRun(request);
+}
+
+function startRun(request: RunMessage): void {
+  running = true;
+  void run(request).finally(() => {
+    running = false;
+    const next = waitingRuns.shift();
+    if (next) startRun(next);
+    // After run()'s own after-work (queued before this): background start-up, the spare.
+    else setImmediate(watchIdle);
+  });
+}
+
+/** Runs waiting in the ring (a run sent while this worker watched it, or announced by a "ring" message); late results are dropped. */
+function takeFrames(): void {
+  for (let message = bridge.receive(); message !== undefined; message = bridge.receive()) {
+    const request = parseRun(message);
+    if (request) acceptRun(request);
+  }
+}
+
+/**
+ * How long a worker watches the ring for its next run after one ends, and the longest it blocks
+ * its event loop at a time meanwhile. Runs come back to back or after short pauses: a futex wake
+ * of a thread in Atomics.wait reaches it far sooner than a message reaches a sleeping event loop
+ * (a warm run's request took 165-210 µs that way on the shared machine). Only once start-up work
+ * and the spare are done (watching would hold up their steps), and never during a run.
+ */
+const IDLE_WATCH_MS = 100;
+const WATCH_SLICE_MS = 5;
+let watching = false;
+let spareMade = false;
+let backgroundDone = false;
+
+function watchIdle(): void {
+  if (watching || running || !backgroundDone || !spareMade) return;
+  watching = true;
+  const until = performance.now() + IDLE_WATCH_MS;
+  const step = (): void => {
+    const remaining = until - performance.now();
+    if (running || remaining <= 0) {
+      watching = false;
+      return;
+    }
+    if (bridge.idleWait(Math.min(WATCH_SLICE_MS, remaining))) {
+      watching = false;
+      takeFrames();
+      return;
+    }
+    // Between slices the event loop turns: timers, port messages, anything else queued.
+    setImmediate(step);
+  };
+  step();
+}
+
 port.on("message", (message: HostToWorker) => {
   switch (message.type) {
     case "run":
-      void run(message);
+      acceptRun(message);
+      break;
+    case "ring":
+      // A run was written to the ring while this worker was not watching it (during a run, the
+      // run's own deliveries take it).
+      if (!running) takeFrames();
       break;
     case "abort":
       if (current?.runId === message.runId) current.abort();
@@ -311,7 +405,8 @@ function startBackground(): void {
   if (backgroundStarted) return;
   backgroundStarted = true;
   void startUp().finally(() => {
-    baseHeap = process.memoryUsage().heapTotal;
+    baseHeap = heapTotal();
+    backgroundDone = true;
   });
 }
 

@@ -20,6 +20,23 @@ interface SlotView {
   worker: Worker;
 }
 
+/** Answers every call at once with its own arguments. */
+function echoing(handle: () => ReturnType<SandboxEngine["run"]>): RunCallbacks {
+  return {
+    onCall(callId, _path, args) {
+      handle().settle(callId, true, args);
+    },
+    onFlush() {},
+    onStore() {},
+  };
+}
+
+async function echoRun(target: SandboxEngine, code: string) {
+  let handle!: ReturnType<SandboxEngine["run"]>;
+  handle = target.run(request(code), echoing(() => handle));
+  return handle.done;
+}
+
 async function engine(): Promise<SandboxEngine> {
   const created = new SandboxEngine({ defaultMemoryBytes: 64 * 1024 * 1024, maxWorkers: 1, minWorkers: 1 });
   engines.push(created);
@@ -74,6 +91,73 @@ describe("the bridge", () => {
     expect(done.error?.kind).toBe("timeout");
     expect(done.error?.message).toBe("the program ran past its 200 ms deadline");
     expect(done.instanceDiscarded).toBe(false);
+  });
+
+  it("wakes the worker once for the results of one turn, however many calls they answer", async () => {
+    const target = await engine();
+    const slot = onlySlot(target);
+    await echoRun(target, "await tools.echo({})");
+    const before = slot.bridge.stats;
+    const done = await echoRun(target, "const r = await Promise.all(Array.from({ length: 400 }, (_, i) => tools.echo({ i }))); return r.length");
+    expect(done.valueJson).toBe("400");
+    const after = slot.bridge.stats;
+    // The first call goes at once and its answer may find the worker asleep; the other 399 are answered in one turn.
+    expect(after.workerWakes - before.workerWakes).toBeLessThanOrEqual(3);
+    expect(after.workerSleeps - before.workerSleeps).toBeLessThanOrEqual(3);
+  });
+
+  it("keeps the host's own timers running while it polls through a loop of calls", async () => {
+    const target = await engine();
+    let ticks = 0;
+    const tick = setInterval(() => ticks++, 1);
+    try {
+      const done = await echoRun(target, "let s = 0; for (let i = 0; i < 2000; i++) s += (await tools.echo({ i })).i; return s");
+      expect(done.valueJson).toBe(String((1999 * 2000) / 2));
+    } finally {
+      clearInterval(tick);
+    }
+    expect(ticks).toBeGreaterThan(0);
+  });
+
+  it("stops polling when a run ends: the host sleeps until the next run", async () => {
+    const target = await engine();
+    const slot = onlySlot(target);
+    for (let i = 0; i < 5; i++) {
+      await echoRun(target, "return (await tools.echo({ i: 1 })).i");
+      // The end was delivered in a turn that went to sleep at once, without a poll window first.
+      expect(slot.bridge.asleep).toBe(true);
+    }
+  });
+
+  it("hands a worker watching the ring between runs its next run there, and aborts it there too", async () => {
+    const target = await engine();
+    const slot = onlySlot(target);
+    const doorbells: string[] = [];
+    const post = slot.worker.postMessage.bind(slot.worker);
+    slot.worker.postMessage = (message: { type: string }) => {
+      doorbells.push(message.type);
+      post(message);
+    };
+    // The worker watches once its start-up work is done and a run ended; runs until then go by its
+    // port, and so does one that comes while it is between two slices of its watch (a busy machine
+    // stretches those): try until a run found it watching.
+    let viaRing = false;
+    for (let attempt = 0; attempt < 100 && !viaRing; attempt++) {
+      await echoRun(target, "return 1");
+      for (let i = 0; i < 20 && !slot.bridge.workerWatching; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+      if (!slot.bridge.workerWatching) continue;
+      doorbells.length = 0;
+      const wakes = slot.bridge.stats.workerWakes;
+      const done = await echoRun(target, "return (await tools.echo({ n: 7 })).n");
+      expect(done.valueJson).toBe("7");
+      viaRing = doorbells.length === 0 && slot.bridge.stats.workerWakes > wakes;
+    }
+    expect(viaRing).toBe(true);
+    // A run taken from the ring is stopped as any other: abort wakes it where it sleeps.
+    const handle = target.run(request("await tools.never({})"), never);
+    await untilAsleep(slot.bridge);
+    handle.abort();
+    expect((await handle.done).error).toStrictEqual({ kind: "aborted", message: "the run was aborted by the host" });
   });
 
   it("settles results that arrive together, keeps output and calls in program order, and takes large values through the port", async () => {

@@ -15,7 +15,7 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.terminate()));
 });
 
-function start(mode: string, options: { ringBytes?: number; pollMs?: number; sleepMs?: number; run?: number; thenBlock?: boolean; spinMs?: number } = {}) {
+function start(mode: string, options: { ringBytes?: number; pollMs?: number; sleepMs?: number; run?: number; thenBlock?: boolean; spinMs?: number; sliceMs?: number } = {}) {
   const bridge = new HostBridge({ ringBytes: options.ringBytes, pollMs: options.pollMs });
   const worker = new Worker(fixture, { workerData: { init: bridge.init, mode, ...options }, transferList: bridge.transfer });
   bridges.push(bridge);
@@ -110,6 +110,48 @@ describe("the bridge", () => {
     expect(bridge.stats.hostRings).toBe(before + 1);
   });
 
+  it("wakes no thread in a sequential exchange while both sides keep their windows open", async () => {
+    // Windows far longer than any answer: the worker never sleeps, the host never needs its bell.
+    const { bridge, received } = start("echo", { pollMs: 10_000, spinMs: 10_000 });
+    for (let i = 0; i < 300; i++) {
+      bridge.send(`round ${i}`);
+      await received(i + 1);
+    }
+    expect(bridge.stats).toMatchObject({ hostRings: 0, workerWakes: 0, workerSleeps: 0 });
+    expect(bridge.stats.workerWaits).toBeGreaterThan(0);
+  });
+
+  it("halves the host's poll window when the worker had to ring, and doubles it back when a window catches the answer", async () => {
+    const { bridge, received } = start("echo", { pollMs: 1 });
+    expect(bridge.pollWindowMs).toBe(1);
+    bridge.send("later:50");
+    await received(1);
+    expect(bridge.stats.hostRings).toBe(1);
+    expect(bridge.pollWindowMs).toBe(0.5);
+    bridge.send("later:50");
+    await received(2);
+    expect(bridge.pollWindowMs).toBe(0.25);
+    // An answer the worker sends at once is caught by polling (or rings, on a machine too busy to
+    // answer within the window): the window never grows past its maximum.
+    for (let i = 0; i < 50; i++) {
+      bridge.send(`round ${i}`);
+      await received(3 + i);
+    }
+    expect(bridge.pollWindowMs).toBeLessThanOrEqual(1);
+  });
+
+  it("spins only briefly after an answer that came far later than its spin (a slow tool)", async () => {
+    const { bridge, received } = start("echo", { spinMs: 1 });
+    bridge.send("up");
+    await received(1);
+    // The worker waits again; the host answers 30 ms later, far past its 1 ms spin.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    bridge.send("stats");
+    const stats = JSON.parse((await received(2))[1] as string) as { spinMs: number | null };
+    expect(stats.spinMs).toBe(0.02);
+    expect(bridge.stats.workerSleeps).toBeGreaterThanOrEqual(1);
+  });
+
   it("never rings a host that is still polling", async () => {
     // A poll window longer than the whole exchange: the host never says it is asleep.
     const { bridge, received } = start("echo", { pollMs: 10_000 });
@@ -150,6 +192,31 @@ describe("a worker sleeping in Atomics.wait", () => {
     const exit = new Promise<number>((resolve) => worker.once("exit", resolve));
     await worker.terminate();
     expect(await exit).toBe(1);
+  });
+});
+
+describe("a worker idle between runs", () => {
+  it("is woken in its watch for a message offered to it, and says when it is not watching", async () => {
+    const { bridge, received } = start("idle", { sliceMs: 10_000 });
+    await received(1);
+    // It says it is watching once it is blocked in its slice.
+    for (let i = 0; i < 500 && !bridge.workerWatching; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(bridge.offer("ping")).toBe(true);
+    expect((await received(2))[1]).toBe("ping");
+    expect(bridge.stats.workerWakes).toBe(1);
+  });
+
+  it("does not miss an offer made while it was between slices", async () => {
+    // Slices of 0 ms: the flag is down most of the time, and offers race it.
+    const { bridge, received } = start("idle", { sliceMs: 0 });
+    await received(1);
+    let declined = 0;
+    for (let i = 0; i < 200; i++) {
+      if (!bridge.offer(`m${i}`)) declined++;
+      await received(2 + i);
+    }
+    expect((await received(201)).slice(1)).toStrictEqual(Array.from({ length: 200 }, (_, i) => `m${i}`));
+    expect(declined).toBeGreaterThan(0);
   });
 });
 
