@@ -1,7 +1,8 @@
-// The task host: the scheduler of subagent tasks. It spawns tasks on their drivers, schedules them
-// into running slots (FIFO queue, depth and concurrency caps, slots lent to foreground children),
-// stops them with their cascade, waits for them, hands them to a distributed queue when one is
-// configured, and reaps the records of dead owners and lost workers.
+// The task host: the scheduler of subagent tasks. It spawns tasks on their drivers (checking the
+// depth cap), places them in running slots through slots.ts (the running cap, its FIFO queue and
+// the slots lent to foreground children), stops them with their cascade, waits for them, hands
+// them to a distributed queue when one is configured, and reaps the records of dead owners and
+// lost workers.
 //
 // Invariant: the host is the ONLY writer of the lifecycle of the records it owns. Every status
 // change goes through assertTransition (docs/tasks.md#the-task-model) and a compare-and-replace on
@@ -10,7 +11,8 @@
 //
 // Layer: src/tasks, outside the sandbox wall and independent of the engine and of codemode (a
 // script agent's program reaches it only through the ScriptRunner it is given). Below it: the
-// stores, the drivers, the task log (the one writer of output). Beside it, pure: finish.ts (how a
+// stores, the drivers, the task log (the one writer of output), the slot accounting (slots.ts,
+// which starts tasks only through the host's callback). Beside it, pure: finish.ts (how a
 // run ends), output.ts (reading pages, spill files), status.ts, ingest.ts (usage and pricing).
 // Above it: src/ptc (the tools programs call) and the CLI.
 import { monotonicFactory } from "ulid";
@@ -43,6 +45,7 @@ import { assertTransition } from "./status.js";
 import type { TaskStore } from "./store.js";
 import { attemptOf, type RemoteQueue } from "./remote.js";
 import { MIN_OUTPUT_CAP, TaskLog } from "./task-log.js";
+import { noSlot, Slots, type SlotLinks } from "./slots.js";
 import { formatBytes, messageOf } from "../text.js";
 import { carriedScope, StopTrace, TaskTrace, traceCarrier, traceScope, type TraceCarrier, type TraceScope } from "../tracing.js";
 import type { Tracer } from "@opentelemetry/api";
@@ -148,7 +151,7 @@ export interface WaitOptions {
   signal?: AbortSignal;
   /**
    * The task whose program waits. While it waits its running slot is free, so the tasks it waits
-   * for can run in it; it takes the slot back the moment its wait ends (see `yieldSlot`).
+   * for can run in it; it takes the slot back the moment its wait ends (see `Slots.yield` in slots.ts).
    */
   waiterTaskId?: string;
   /** Told of each awaited task that ends while the wait lasts (a caller's progress). */
@@ -203,13 +206,8 @@ interface Live {
   settle: (r: TaskRecord) => void;
   started: boolean;
   finished: boolean;
-  // The running cap: a task holds one of the host's slots, or runs in the slot of the parent
-  // that waits for it (at most one child at a time per slot).
-  ownsSlot: boolean;
-  borrowedFrom?: Live;
-  lentTo?: Live;
-  /** Waits (ptc_task_wait) in progress that gave this task's slot back to the host; 0 when it holds its slot. */
-  waits: number;
+  /** Its share of the running cap (slots.ts writes it). */
+  slot: SlotLinks<Live>;
   trace?: TaskTrace;
 }
 
@@ -247,12 +245,11 @@ export class TaskHost {
   private readonly unrecorded = new Map<string, Unrecorded>();
   private retryTimer: ReturnType<typeof setInterval> | undefined;
   private readonly ownWarnings: string[] = [];
-  private readonly queue: string[] = [];
+  private readonly slots: Slots<Live>;
   /** Background tasks spawned by each open program run, for ptc_task_wait's default. */
   private readonly runs = new Map<string, string[]>();
   /** Called with the id of each task that ends on this host (what waits listen to). */
   private readonly endListeners = new Set<(id: string) => void>();
-  private runningCount = 0;
   private closed = false;
   private readonly remote?: RemoteQueue;
   readonly workerInfo?: WorkerInfo;
@@ -265,6 +262,14 @@ export class TaskHost {
     if (!options.agents || typeof options.agents.get !== "function") throw invalidArgument("agents", "an AgentRegistry", options.agents);
     this.maxRunning = positiveInt("maxRunning", options.maxRunning ?? 8);
     this.maxQueued = positiveInt("maxQueued", options.maxQueued ?? 1000);
+    this.slots = new Slots<Live>(this.maxRunning, {
+      start: (live) => this.start(live),
+      queuedTask: (id) => {
+        const live = this.live.get(id);
+        return live?.record.status === "queued" ? live : undefined;
+      },
+      isForegroundChild: (child, parent) => !child.record.background && child.record.parentId === parent.record.id,
+    });
     this.maxDepth = positiveInt("maxDepth", options.maxDepth ?? 3);
     const grace = options.killGraceMs ?? 5000;
     if (!Number.isSafeInteger(grace) || grace < 0) throw invalidArgument("killGraceMs", "a non-negative integer of milliseconds", grace);
@@ -471,23 +476,23 @@ export class TaskHost {
     const cwd = req.cwd === undefined ? this.cwd : confineCwd(req.cwd, this.cwd, this.cwdRoots);
     // A parent that waits for its foreground child lends it its slot (one child at a time): the
     // child counts against the cap through its parent, and can never wait behind it.
-    const borrow = !req.background && parentLive !== undefined && this.canLend(parentLive) ? parentLive : undefined;
+    const borrow = !req.background && parentLive !== undefined && this.slots.canLend(parentLive) ? parentLive : undefined;
     // On a queue, every task a worker can run goes there — except a foreground child, which runs
     // in the slot its waiting parent holds (a queue full of waiting parents would never drain).
     const remote = this.remote !== undefined && borrow === undefined && agent.driver !== "function" && agent.driver !== "workflow";
     // Only the count is wanted (limit 0: no record is read).
-    const waiting = remote ? this.store.list({ status: ["queued"], limit: 0 }).total : this.queue.length;
+    const waiting = remote ? this.store.list({ status: ["queued"], limit: 0 }).total : this.slots.waiting;
     if (remote && waiting >= this.maxQueued) {
       throw new TaskError(
         "task_queue_full",
         `cannot spawn agent "${agent.name}": ${waiting} tasks are already waiting for one of ${this.maxRunning} slots (the host's limit is ${this.maxQueued} waiting); wait for some to finish (poll ptc_task_list) or stop ones you no longer need (ptc_task_stop), then spawn again`,
       );
     }
-    const willQueue = borrow === undefined && (this.runningCount >= this.maxRunning || this.queue.length > 0);
-    if (willQueue && this.queue.length >= this.maxQueued) {
+    const willQueue = borrow === undefined && this.slots.mustQueue;
+    if (willQueue && this.slots.waiting >= this.maxQueued) {
       throw new TaskError(
         "task_queue_full",
-        `cannot spawn agent "${agent.name}": ${this.queue.length} tasks are already waiting for one of ${this.maxRunning} slots (the host's limit is ${this.maxQueued} waiting); wait for some to finish (ptc_task_wait) or stop ones you no longer need (ptc_task_stop), then spawn again`,
+        `cannot spawn agent "${agent.name}": ${this.slots.waiting} tasks are already waiting for one of ${this.maxRunning} slots (the host's limit is ${this.maxQueued} waiting); wait for some to finish (ptc_task_wait) or stop ones you no longer need (ptc_task_stop), then spawn again`,
       );
     }
     // "enforced" only where the host is the child's sole way to act: a script runs in the sandbox
@@ -524,14 +529,13 @@ export class TaskHost {
     const live = this.track(record, agent);
     live.trace = TaskTrace.spawned(context.trace ?? traceScope(this.tracer), record);
     if (borrow) {
-      live.borrowedFrom = borrow;
-      borrow.lentTo = live;
+      this.slots.lend(borrow, live);
       this.start(live);
     } else if (!willQueue) {
-      this.takeSlot(live);
+      this.slots.take(live);
       this.start(live);
     } else {
-      this.queue.push(record.id);
+      this.slots.enqueue(record.id);
     }
     if (req.background) {
       if (context.runId !== undefined) this.runs.get(context.runId)?.push(record.id);
@@ -624,7 +628,7 @@ export class TaskHost {
     live.outputStart = this.store.outputSize(id);
     live.trace = TaskTrace.spawned(carriedScope(this.tracer, job.trace), claimed);
     live.started = true;
-    this.takeSlot(live);
+    this.slots.take(live);
     live.trace?.started(live.record);
     this.runDriver(live);
     // A stop that arrived before the claim (the host saw it queued, a worker had it already).
@@ -697,7 +701,7 @@ export class TaskHost {
     if (options.signal?.aborted || waiter?.controller.signal.aborted) return snapshot("aborted");
     if (Date.now() >= options.endAt) return snapshot("timed_out");
 
-    const giveBack = this.yieldSlot(waiter);
+    const giveBack = this.slots.yield(waiter);
     let stop!: (outcome: WaitResult["outcome"]) => void;
     const stopped = new Promise<WaitResult["outcome"]>((resolve) => (stop = resolve));
     const onEnd = (id: string): void => {
@@ -804,8 +808,7 @@ export class TaskHost {
       l.trace?.stopRequested(reason);
       if (reason !== undefined) l.stopReason = reason;
       if (fromStatus === "queued") {
-        const at = this.queue.indexOf(id);
-        if (at !== -1) this.queue.splice(at, 1);
+        this.slots.dequeue(id);
         this.finish(l, { exitCode: -1 }, "canceled");
       } else {
         this.transition(l, "stopping", (r) => {
@@ -849,6 +852,7 @@ export class TaskHost {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.slots.close();
     // Tasks this host put on the queue end with it, as its local tasks do.
     let remote: string[] = [];
     if (this.remoteSpawned.size > 0) {
@@ -870,11 +874,11 @@ export class TaskHost {
 
   /** Slots in use: tasks running in their own slot (a child running in its parent's slot is not counted again). */
   get running(): number {
-    return this.runningCount;
+    return this.slots.running;
   }
 
   get queued(): number {
-    return this.queue.length;
+    return this.slots.waiting;
   }
 
   private async stopChildren(parentId: string, trace: TraceScope | undefined): Promise<void> {
@@ -913,8 +917,7 @@ export class TaskHost {
       settle,
       started: false,
       finished: false,
-      ownsSlot: false,
-      waits: 0,
+      slot: noSlot(),
     };
     live.log = new TaskLog(this.store, record.id, this.maxOutputBytes, (reason) => {
       // The disk refused the task's output: the task fails with that reason, nothing else does.
@@ -924,85 +927,6 @@ export class TaskHost {
     });
     this.live.set(record.id, live);
     return live;
-  }
-
-  private canLend(parent: Live): boolean {
-    return this.holdsSlot(parent) && parent.waits === 0;
-  }
-
-  /** Whether a task runs in a slot no child of its own is using: its own, or the one its waiting parent lent it. */
-  private holdsSlot(live: Live): boolean {
-    return live.started && !live.finished && live.lentTo === undefined && (live.ownsSlot || live.borrowedFrom !== undefined);
-  }
-
-  /**
-   * A task that waits for others does not hold a slot meanwhile: the count goes down and queued
-   * tasks start, so a program waiting for its own children never keeps them queued. The returned
-   * function takes the slot back, at once, when the wait ends: the host may then run over its cap
-   * for a while, and starts no queued task until it is under it again (a waiter that had to queue
-   * for its slot back could not keep its timeout).
-   */
-  private yieldSlot(live: Live | undefined): () => void {
-    if (!live || (live.waits === 0 && !this.holdsSlot(live))) return () => undefined;
-    if (live.waits++ === 0) {
-      this.runningCount--;
-      this.pump();
-    }
-    let given = false;
-    return () => {
-      if (given || live.waits === 0) return;
-      given = true;
-      if (--live.waits === 0) this.runningCount++;
-    };
-  }
-
-  private takeSlot(live: Live): void {
-    live.ownsSlot = true;
-    this.runningCount++;
-  }
-
-  /** A started task ended: its slot goes back (to its parent, to its child still stopping, or to the queue). */
-  private releaseSlot(live: Live): void {
-    if (live.waits > 0) {
-      // It ended while waiting (it was stopped): its slot was given back then; count it again to release it below.
-      live.waits = 0;
-      this.runningCount++;
-    }
-    const heir = live.lentTo;
-    const lender = live.borrowedFrom;
-    live.lentTo = undefined;
-    live.borrowedFrom = undefined;
-    if (heir) {
-      // Its foreground child still runs in this slot (it is being stopped): the slot is the child's now.
-      heir.borrowedFrom = lender;
-      heir.ownsSlot = live.ownsSlot;
-      if (lender) lender.lentTo = heir;
-      live.ownsSlot = false;
-      return;
-    }
-    if (lender) {
-      lender.lentTo = undefined;
-      this.lendToWaitingChild(lender);
-      return;
-    }
-    if (live.ownsSlot) {
-      live.ownsSlot = false;
-      this.runningCount--;
-      this.pump();
-    }
-  }
-
-  /** The parent's slot is back: its next queued foreground child runs in it. */
-  private lendToWaitingChild(parent: Live): void {
-    const at = this.queue.findIndex((id) => {
-      const l = this.live.get(id);
-      return l !== undefined && !l.record.background && l.record.parentId === parent.record.id && l.record.status === "queued";
-    });
-    if (at === -1) return;
-    const child = this.live.get(this.queue.splice(at, 1)[0]!)!;
-    child.borrowedFrom = parent;
-    parent.lentTo = child;
-    this.start(child);
   }
 
   private start(live: Live): void {
@@ -1062,9 +986,8 @@ export class TaskHost {
   private abandon(live: Live, err: unknown, freeSlot = true): void {
     live.finished = true;
     this.live.delete(live.record.id);
-    const queued = this.queue.indexOf(live.record.id);
-    if (queued >= 0) this.queue.splice(queued, 1);
-    if (freeSlot && live.started) this.releaseSlot(live);
+    this.slots.dequeue(live.record.id);
+    if (freeSlot && live.started) this.slots.release(live);
     live.controller.abort(new Error("the task's record was taken over by another host"));
     live.trace?.finished(live.record);
     live.settle({ ...live.record, errorMessage: `this host could not record the task's progress (${messageOf(err)}); read it with ptc_task_output` });
@@ -1145,23 +1068,12 @@ export class TaskHost {
     } catch (err) {
       this.abandon(live, err, false);
     } finally {
-      if (wasRunning) this.releaseSlot(live);
+      if (wasRunning) this.slots.release(live);
     }
   }
 
   private measuredUsage(live: Live): Usage {
     return { input: live.usage.input, output: live.usage.output, cost: pricedCost(live.usage, live.agent.prices), turns: live.usage.turns };
-  }
-
-  private pump(): void {
-    while (!this.closed && this.runningCount < this.maxRunning && this.queue.length > 0) {
-      const id = this.queue.shift()!;
-      const live = this.live.get(id);
-      if (live && live.record.status === "queued") {
-        this.takeSlot(live);
-        this.start(live);
-      }
-    }
   }
 
   private transition(live: Live, to: TaskStatus, mutate?: (r: TaskRecord) => void): void {
