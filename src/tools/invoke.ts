@@ -509,15 +509,18 @@ function prepare(call: Call): Promise<void> | undefined {
   return preCall(call, call.settings.hooks.preCall);
 }
 
+/** What the preCall and postCall hooks are told of every call. */
+function hookEvent(call: Call): { tool: Call["ref"]; input: Record<string, unknown>; has_result_views: boolean } {
+  return { tool: call.ref, input: call.sent as Record<string, unknown>, has_result_views: call.tool.hasResultViews };
+}
+
 async function preCall(call: Call, hook: NonNullable<ToolHooks["preCall"]>): Promise<void> {
   const { tool } = call;
   call.stage = "pre_call";
   let decision: unknown;
   try {
     decision = await hook({
-      tool: call.ref,
-      input: call.sent as Record<string, unknown>,
-      has_result_views: tool.hasResultViews,
+      ...hookEvent(call),
       ...(call.pinned === undefined ? {} : { pinned_result_view: call.pinned }),
       ctx: call.ctx,
     });
@@ -617,9 +620,7 @@ async function postCall(call: Call, hook: NonNullable<ToolHooks["postCall"]>): P
   let decision: unknown;
   try {
     decision = await hook({
-      tool: call.ref,
-      input: call.sent as Record<string, unknown>,
-      has_result_views: tool.hasResultViews,
+      ...hookEvent(call),
       ...(call.view === undefined ? {} : { result_view: call.view }),
       record: call.record,
       result,
