@@ -57,6 +57,53 @@ const FRAME_HEADER = 8;
  * after 20 µs when the worker slept at once), so the windows shrink and threads sleep instead.
  */
 const MIN_WINDOW_MS = 0.02;
+/** Uses at the floor before a window opens to its maximum once to look again, and the most it waits. */
+const FIRST_PROBE_AFTER = 8;
+const MAX_PROBE_AFTER = 512;
+
+/**
+ * One spin or poll window that adapts to what it achieves (see MIN_WINDOW_MS). At the floor a
+ * window can only catch answers faster than the floor, so a loaded minute would otherwise leave
+ * it there after the load has gone; so every so often a window at the floor is opened to its
+ * maximum once. A probe that catches the answer restores the maximum; one that misses goes back
+ * to the floor and doubles the uses before the next probe, so probing costs little while the
+ * machine stays busy.
+ */
+export class AdaptiveWindow {
+  private value: number | undefined;
+  private probing = false;
+  private sinceProbe = 0;
+  private probeAfter = FIRST_PROBE_AFTER;
+
+  /** The window now (undefined: never used, the maximum). */
+  get current(): number | undefined {
+    return this.value;
+  }
+
+  /** The window for the next use, at most `max`. */
+  next(max: number): number {
+    const value = Math.min(max, this.value ?? max);
+    this.probing = value <= MIN_WINDOW_MS && max > MIN_WINDOW_MS && ++this.sinceProbe >= this.probeAfter;
+    if (!this.probing) return value;
+    this.sinceProbe = 0;
+    return max;
+  }
+
+  /** The other side answered within the window `used`. */
+  caught(max: number, used: number): void {
+    if (this.probing) this.probeAfter = FIRST_PROBE_AFTER;
+    this.value = this.probing ? max : Math.min(max, Math.max(MIN_WINDOW_MS, used) * 2);
+    this.probing = false;
+  }
+
+  /** The window `used` ended before the answer; `slow`: the answer took far longer than any window. */
+  missed(used: number, slow = false): void {
+    if (this.probing) this.probeAfter = Math.min(MAX_PROBE_AFTER, this.probeAfter * 2);
+    this.value = this.probing || slow ? MIN_WINDOW_MS : Math.max(MIN_WINDOW_MS, used / 2);
+    this.probing = false;
+  }
+}
+
 /** A wait longer than this many maximum spins was a slow answer (a slow tool): spinning for it was useless. */
 const SLOW_ANSWER_SPINS = 4;
 
@@ -285,8 +332,10 @@ export class HostBridge {
   private readonly pollMs: number;
   private handler: ((message: BridgeMessage) => void) | undefined;
   private pollingUntil = 0;
-  /** The poll window now: adapted within `pollMs` (see MIN_WINDOW_MS). */
-  private window: number;
+  /** The poll window: adapted within `pollMs` (see AdaptiveWindow). */
+  private readonly window = new AdaptiveWindow();
+  /** The poll window the host is in now (what a catch or a ring is judged against). */
+  private polled = 0;
   /** The host rang its own doorbell to end its sleep (not a message from the worker). */
   private selfRung = false;
   /** No run is active: deliver what comes, then sleep at once (nothing more is expected). */
@@ -302,7 +351,7 @@ export class HostBridge {
     const ringBytes = options.ringBytes ?? 256 * 1024;
     if (ringBytes < 64 || ringBytes % 4 !== 0) throw new RangeError(`ringBytes must be a multiple of 4 of at least 64, got ${ringBytes}`);
     this.pollMs = options.pollMs ?? 1;
-    this.window = this.pollMs;
+    this.polled = this.pollMs;
     const buffer = new SharedArrayBuffer(HEADER_WORDS * 4 + 2 * ringBytes);
     const toWorker = new MessageChannel();
     const toHost = new MessageChannel();
@@ -357,7 +406,7 @@ export class HostBridge {
   }
 
   private pollFor(): void {
-    this.pollingUntil = performance.now() + this.window;
+    this.pollingUntil = performance.now() + this.pollWindow();
     if (this.sleeping) {
       this.selfRung = true;
       // Asleep on the doorbell: ring it ourselves, so the pending wait ends and polling starts
@@ -438,7 +487,13 @@ export class HostBridge {
 
   /** The poll window the host uses now (for tests and stats). */
   get pollWindowMs(): number {
-    return this.window;
+    return this.window.current ?? this.pollMs;
+  }
+
+  /** Opens the next poll window and remembers its length. */
+  private pollWindow(): number {
+    this.polled = this.window.next(this.pollMs);
+    return this.polled;
   }
 
   /**
@@ -454,12 +509,12 @@ export class HostBridge {
     const delivered = message !== undefined;
     if (delivered) {
       // Found while polling: the window paid for itself.
-      if (!rung && !this.resting) this.window = Math.min(this.pollMs, this.window * 2);
+      if (!rung && !this.resting) this.window.caught(this.pollMs, this.polled);
       this.handler!(message);
       if (this.closed) return;
     }
     const now = performance.now();
-    if (delivered && !this.resting) this.pollingUntil = now + this.window;
+    if (delivered && !this.resting) this.pollingUntil = now + this.pollWindow();
     if (now < this.pollingUntil || (delivered && this.in.hasFrame())) {
       this.schedule();
       return;
@@ -476,7 +531,7 @@ export class HostBridge {
     if (early !== undefined) {
       Atomics.store(this.words, W.hostAsleep, 0);
       this.handler!(early);
-      if (!this.resting) this.pollingUntil = performance.now() + this.window;
+      if (!this.resting) this.pollingUntil = performance.now() + this.pollWindow();
       this.schedule();
       return;
     }
@@ -489,7 +544,7 @@ export class HostBridge {
       const rung = !this.selfRung;
       this.selfRung = false;
       // The worker had to ring: the window was too short to be worth its core, or nothing was coming.
-      if (rung && !this.resting) this.window = Math.max(MIN_WINDOW_MS, Math.min(this.pollMs, this.window) / 2);
+      if (rung && !this.resting) this.window.missed(this.polled);
       // Straight on: the wait's own task is the turn; another setImmediate would cost one more.
       if (!this.scheduled) this.pump(rung);
     };
@@ -555,8 +610,8 @@ export class WorkerBridge {
     return Atomics.load(this.words, W.abort) === run;
   }
 
-  /** How long the next wait spins (adapted, see MIN_WINDOW_MS); undefined: the caller's maximum. */
-  private spinWindow: number | undefined;
+  /** How long the next wait spins (see AdaptiveWindow). */
+  private readonly spinWindow = new AdaptiveWindow();
 
   /**
    * Block until a message from the host, an abort of run `run`, or `untilMs` (a performance.now()
@@ -568,18 +623,18 @@ export class WorkerBridge {
   wait(run: number, untilMs: number, spinMs = 0): WaitOutcome {
     Atomics.add(this.words, W.workerWaits, 1);
     const start = performance.now();
-    const window = spinMs > 0 ? Math.min(spinMs, this.spinWindow ?? spinMs) : 0;
+    const window = spinMs > 0 ? this.spinWindow.next(spinMs) : 0;
     const spinUntil = Math.min(untilMs, start + window);
     while (performance.now() < spinUntil) {
       if (this.aborted(run)) return "aborted";
       if (this.in.hasFrame()) {
-        this.spinWindow = Math.min(spinMs, window * 2);
+        if (spinMs > 0) this.spinWindow.caught(spinMs, window);
         return "message";
       }
     }
     Atomics.add(this.words, W.workerSleeps, 1);
     const outcome = this.sleep(run, untilMs);
-    if (spinMs > 0 && outcome === "message") this.spinWindow = performance.now() - start > SLOW_ANSWER_SPINS * spinMs ? MIN_WINDOW_MS : Math.max(MIN_WINDOW_MS, window / 2);
+    if (spinMs > 0 && outcome === "message") this.spinWindow.missed(window, performance.now() - start > SLOW_ANSWER_SPINS * spinMs);
     return outcome;
   }
 
@@ -603,7 +658,7 @@ export class WorkerBridge {
 
   /** The spin the next wait starts with (for tests and stats). */
   get spinMs(): number | undefined {
-    return this.spinWindow;
+    return this.spinWindow.current;
   }
 
   private sleep(run: number, untilMs: number): WaitOutcome {

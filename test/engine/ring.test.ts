@@ -4,7 +4,7 @@
 import { spawnSync } from "node:child_process";
 import { Worker } from "node:worker_threads";
 import { afterEach, describe, expect, it } from "vitest";
-import { HostBridge, type BridgeMessage } from "../../src/engine/ring.js";
+import { AdaptiveWindow, HostBridge, type BridgeMessage } from "../../src/engine/ring.js";
 
 const fixture = new URL("../fixtures/ring-worker.mjs", import.meta.url);
 const workers: Worker[] = [];
@@ -229,5 +229,58 @@ describe("the host side when idle", () => {
       setTimeout(() => console.log("still here"), 10);`;
     const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
     expect([child.status, child.stdout.trim(), child.error]).toStrictEqual([0, "still here", undefined]);
+  });
+});
+
+describe("an adaptive spin or poll window", () => {
+  /** Uses the window `times` times, each ending as `outcome` says; returns the windows it gave. */
+  function use(window: AdaptiveWindow, times: number, outcome: "caught" | "missed" | "slow"): number[] {
+    const given: number[] = [];
+    for (let i = 0; i < times; i++) {
+      const ms = window.next(1);
+      given.push(ms);
+      if (outcome === "caught") window.caught(1, ms);
+      else window.missed(ms, outcome === "slow");
+    }
+    return given;
+  }
+
+  it("halves on each miss down to its floor, and doubles back on each catch", () => {
+    const window = new AdaptiveWindow();
+    expect(use(window, 3, "missed")).toEqual([1, 0.5, 0.25]);
+    expect(use(window, 2, "caught")).toEqual([0.125, 0.25]);
+    expect(window.current).toBe(0.5);
+    use(window, 1, "slow");
+    expect(window.current).toBe(0.02);
+  });
+
+  it("looks again at its maximum now and then once a busy spell left it at the floor, and keeps it when that catches", () => {
+    const window = new AdaptiveWindow();
+    // A loaded minute: every answer came too late; at the floor only answers under 20 µs are caught.
+    use(window, 1, "slow");
+    expect(use(window, 7, "missed")).toEqual(Array(7).fill(0.02));
+    // The eighth use at the floor opens the whole window once; the answer came within it.
+    expect(window.next(1)).toBe(1);
+    window.caught(1, 1);
+    expect(window.current).toBe(1);
+  });
+
+  it("goes back to the floor after a probe that missed, and probes ever less often while the machine stays busy", () => {
+    const window = new AdaptiveWindow();
+    use(window, 1, "slow");
+    const probesAt = (uses: number): number[] =>
+      use(window, uses, "missed")
+        .map((ms, i) => (ms === 1 ? i + 1 : 0))
+        .filter((at) => at > 0);
+    // Probes after 8 uses, then 16 more, then 32 more… never more often than that, up to every 512.
+    expect(probesAt(8 + 16 + 32 + 64)).toEqual([8, 24, 56, 120]);
+    expect(window.current).toBe(0.02);
+    expect(probesAt(128 + 256 + 512 + 512)).toEqual([128, 384, 896, 1408]);
+  });
+
+  it("never opens a window when no spin is asked for (a wait with more than one call in flight)", () => {
+    const window = new AdaptiveWindow();
+    use(window, 1, "slow");
+    for (let i = 0; i < 100; i++) expect(window.next(0)).toBe(0);
   });
 });
