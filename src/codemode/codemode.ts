@@ -100,7 +100,7 @@ export interface CodemodeOptions {
    * global provider's tracer; with no provider registered nothing is recorded, at no cost.
    */
   tracer?: Tracer;
-  /** Sandbox worker threads: at most `max` runs at once (default 16), `min` kept warm (default 1). */
+  /** Sandbox worker threads: at most `max` runs at once (default 16), `min` kept warm (default 2 where there are two cores or more). */
   workers?: {
     max?: number;
     min?: number;
