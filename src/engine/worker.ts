@@ -10,7 +10,7 @@
 // a never-used instance, without building a runtime. Snapshots start once a self-test passed, in
 // the background after the worker is ready; on any surprise the worker says why (once) and keeps
 // the ordinary path: a runtime, context and prelude built for every run.
-import { getHeapSpaceStatistics } from "node:v8";
+import { getHeapStatistics } from "node:v8";
 import { parentPort, threadId, workerData } from "node:worker_threads";
 import { GuestRun, type HostLink, type VmSource } from "./guest-run.js";
 import { WorkerBridge, type BridgeInit } from "./ring.js";
@@ -106,22 +106,18 @@ function drop(instance: WasmInstance): void {
 
 /**
  * This thread's own heap once it finished starting (the layout probe included): what runs add to
- * its old generation is held too (heapTotal leaves out the young one). Not counted before then,
- * or start-up would count as held.
+ * it is held too (a text flood grew it by ~15 MiB, most of it young generation that V8 shrinks
+ * only seconds later). Not counted before then, or start-up would count as held.
  */
 let baseHeap: number | undefined;
 
 /**
- * This thread's V8 heap without its young generation, read from V8 before every run's answer
- * (process.memoryUsage() also reads the process's RSS from the OS, which cost 40 µs of every warm
- * run). The young generation's capacity is V8's own tuning, bounded by its semi-spaces, and grows
- * from 1 to 16 MiB in any busy worker: counted, it replaced healthy workers every few hundred
- * trivial runs. What a run leaves behind is promoted to the old generation, which this counts.
+ * This thread's V8 heap (what process.memoryUsage().heapTotal reports): read before every run's
+ * answer, so from V8 directly; memoryUsage() also reads the process's RSS from the OS, which cost
+ * 40 µs of every warm run here.
  */
 function heapTotal(): number {
-  let bytes = 0;
-  for (const space of getHeapSpaceStatistics()) if (space.space_name !== "new_space") bytes += space.space_size;
-  return bytes;
+  return getHeapStatistics().total_heap_size;
 }
 
 function heldBytes(): number {
