@@ -8,6 +8,8 @@
 //   npm run bench -- quick   fewer samples (a smoke run)
 //   npm run bench -- calls   only the per-call rows (sequential, Promise.all, 1 MB result), for
 //                            before/after comparisons of the host's per-call work
+//   npm run bench -- pool    only the 8-sessions row, five rounds each (ours, raw, node:vm
+//                            interleaved), with the pool's counters: for iterating on the pool
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -21,6 +23,7 @@ import { preludeSource } from "../src/package-files.js";
 import { startSnapshots } from "../src/engine/snapshot.js";
 import { decodeInGuest, encoderFor } from "../src/engine/bjson.js";
 import { HostBridge, type BridgeMessage } from "../src/engine/ring.js";
+import { SandboxEngine, type EngineStats } from "../src/engine/engine.js";
 import { RawQuickJS, type HostTool } from "./raw.js";
 import { importCosts, loadedModules } from "./imports.js";
 import { benchTasks } from "./tasks.js";
@@ -29,6 +32,7 @@ import { bridgeCounts } from "./bridge-counts.js";
 
 const quick = process.argv.includes("quick");
 const callsOnly = process.argv.includes("calls");
+const poolOnly = process.argv.includes("pool");
 const scale = (n: number) => (quick ? Math.max(3, Math.ceil(n / 10)) : n);
 
 function median(samples: number[]): number {
@@ -107,7 +111,7 @@ async function coldStart(mode: string): Promise<number> {
 }
 
 /** Runs per second of 8 sessions running trivial programs at once, after a warm-up round (workers started, instances made). */
-async function sessionsPerSecond(run: (code: string, session: string) => Promise<unknown>, seconds: number): Promise<number> {
+async function sessionsPerSecond(run: (code: string, session: string) => Promise<unknown>, seconds: number, measuring?: () => void): Promise<number> {
   const SESSIONS = 8;
   const round = async (duration: number) => {
     let runs = 0;
@@ -124,7 +128,94 @@ async function sessionsPerSecond(run: (code: string, session: string) => Promise
     return runs / ((performance.now() - start) / 1000);
   };
   await round(seconds / 2);
+  measuring?.();
   return round(seconds);
+}
+
+/**
+ * `npm run bench -- pool`: only the 8-sessions row, ours beside raw and node:vm interleaved in
+ * rounds (the machine's load drifts), then the engine on its own (no codemode host work), with
+ * the pool's counters for the measured rounds.
+ */
+async function poolRow(): Promise<void> {
+  const rounds = quick ? 1 : 5;
+  const seconds = quick ? 0.5 : 2;
+  const cm = await createCodemode({ tools: [] });
+  const raw = await RawQuickJS.create();
+  const runVm = vmEngine({});
+  const engine = new SandboxEngine({ defaultMemoryBytes: 64 * 1024 * 1024 });
+  await engine.start();
+  let next = 0;
+  const quiet = { onCall() {}, onFlush() {}, onStore() {} };
+  const engineRun = async (code: string, session: string) => {
+    const done = await engine.run(
+      {
+        runId: `p${++next}`,
+        code,
+        session,
+        limits: { timeoutMs: 10_000, memoryBytes: 64 * 1024 * 1024, stackBytes: 1024 * 1024, maxToolCalls: 100, maxCrossingBytes: 1024 * 1024, storeValueBytes: 1024, storeSessionBytes: 4096, maxTimers: 10 },
+        tools: [],
+        globals: {},
+        store: {},
+      },
+      quiet,
+    ).done;
+    if (!done.ok) throw new Error(`bench run failed: ${JSON.stringify(done.error)}`);
+  };
+  const results: Record<"ours" | "engine" | "raw" | "vm", number[]> = { ours: [], engine: [], raw: [], vm: [] };
+  /** CPU time of the whole process (every thread) per run, µs: what the run costs the machine, whatever else runs on it. */
+  const cpu: Record<keyof typeof results, number[]> = { ours: [], engine: [], raw: [], vm: [] };
+  const measured = async (name: keyof typeof results, run: (code: string, session: string) => Promise<unknown>) => {
+    let runs = 0;
+    const counted = async (code: string, session: string) => {
+      await run(code, session);
+      runs++;
+    };
+    const usage = process.cpuUsage();
+    results[name].push(await sessionsPerSecond(counted, seconds, () => {
+      runs = 0;
+      Object.assign(usage, process.cpuUsage());
+    }));
+    const spent = process.cpuUsage(usage);
+    cpu[name].push((spent.user + spent.system) / runs);
+  };
+  const oursStats = engineOf(cm);
+  try {
+    // Warm-up: workers started, snapshots taken, every session's instance made.
+    await sessionsPerSecond(async (code, session) => void (await cm.run(code, { session })), 1);
+    await sessionsPerSecond(engineRun, 1);
+    const before = { ours: oursStats.stats, engine: engine.stats };
+    for (let round = 0; round < rounds; round++) {
+      await measured("ours", async (code, session) => {
+        const result = await cm.run(code, { session });
+        if (result.structuredContent.status !== "ok") throw new Error("bench run failed");
+      });
+      await measured("engine", engineRun);
+      await measured("raw", (code) => raw.run(code));
+      await measured("vm", (code) => runVm(code));
+    }
+    const table = new Table({ head: ["8 sessions × trivial runs", "median runs/s", "rounds", "raw ÷ this", "CPU per run (all threads)", "÷ raw's"] });
+    const rawMedian = median(results.raw);
+    const rawCpu = median(cpu.raw);
+    for (const [name, values] of Object.entries(results)) {
+      const spent = median(cpu[name as keyof typeof cpu]);
+      table.push([name, median(values).toFixed(0), values.map((v) => v.toFixed(0)).join(" "), (rawMedian / median(values)).toFixed(2), `${spent.toFixed(0)} µs`, (spent / rawCpu).toFixed(2)]);
+    }
+    console.log(table.toString());
+    const counters = new Table({ head: ["pool counters over the measured rounds", ...Object.keys(engine.stats)] });
+    counters.push(["codemode (cm.run)", ...Object.entries(oursStats.stats).map(([key, value]) => String(value - before.ours[key as keyof EngineStats]))]);
+    counters.push(["engine alone", ...Object.entries(engine.stats).map(([key, value]) => String(value - before.engine[key as keyof EngineStats]))]);
+    console.log(counters.toString());
+    console.log(`load average at the end: ${loadavg().map((load) => load.toFixed(2)).join(", ")} (the machine has its cores shared: compare ratios and counts, not times)`);
+  } finally {
+    await cm.close();
+    await engine.close();
+  }
+}
+
+/** The sandbox engine a Codemode owns (private there; the bench reads its counters). */
+function engineOf(cm: Codemode): SandboxEngine {
+  return (cm as unknown as { engine: SandboxEngine }).engine;
 }
 
 async function targets(): Promise<Target[]> {
@@ -404,6 +495,7 @@ function formatValue(value: number, unit: Target["unit"]): string {
 }
 
 async function main(): Promise<void> {
+  if (poolOnly) return poolRow();
   const targetRows = await targets();
   const targetTable = new Table({ head: ["workload (median)", "codemode", "raw quickjs", "node:vm", "codemode / raw", "node:vm / raw", "target", "note"] });
   for (const row of targetRows) {

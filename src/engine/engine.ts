@@ -28,6 +28,16 @@ const DEFAULT_IDLE_SESSIONS = 8;
  * moving costs the session a new instance (6-12 ms) and leaves its warm one behind.
  */
 const AFFINITY_WAIT_MS = 4;
+/**
+ * A run that finds every worker busy waits this long before the pool grows for it, and grows only
+ * when every worker is held by a run at least this old. A worker costs tens of milliseconds of CPU to
+ * start (thread, imports, self-tests, instances); a stream of short runs is served faster by the
+ * workers there are, each free again within a millisecond or two. A long run (a slow tool, a
+ * sleep, a CPU loop) is what holds a worker, and then another one is worth starting.
+ */
+const SPAWN_WAIT_MS = 50;
+/** How soon the pool looks again at growing when a busy worker's messages were still unread. */
+const UNREAD_RECHECK_MS = 5;
 /** The warm workers after the first start this much later (the first run needs the cores). */
 const WARM_WORKERS_DELAY_MS = 200;
 /** Memory a worker may keep for its warm sessions before it is replaced. */
@@ -67,6 +77,27 @@ export interface EngineOptions {
   layout?: MemoryLayout;
 }
 
+/**
+ * What the pool did, counted since the engine started (counts, not times, so tests can pin them
+ * whatever the machine's load): where each run's instance came from, and how runs met workers.
+ */
+export interface EngineStats {
+  /** Runs a worker answered. */
+  runs: number;
+  /** Runs on their session's own warm instance. */
+  kept: number;
+  /** Runs that got a new instance made ahead of time (a snapshot or the spare). */
+  ready: number;
+  /** Runs that waited while a new instance was instantiated for them (6-12 ms each). */
+  built: number;
+  /** Runs given to another worker than the one that had their session warm. */
+  migrations: number;
+  /** Runs held back for their session's own busy worker while another worker was free. */
+  affinityWaits: number;
+  /** Workers started (the warm ones, replacements, and the pool growing for long runs). */
+  workersStarted: number;
+}
+
 /** The reason snapshots are unsupported is worth saying once per process, not per worker. */
 let fallbackWarned = false;
 let binaryWarned = false;
@@ -97,6 +128,8 @@ interface ActiveRun {
   hardStop?: ReturnType<typeof setTimeout>;
   stopKind?: ErrorKind;
   finished: boolean;
+  /** When the worker was given it (performance.now()). */
+  startedAt: number;
 }
 
 interface Slot {
@@ -126,6 +159,8 @@ interface Waiting {
   sent?: RunMessage;
   /** When it was queued (performance.now()): how long it may still wait for its own worker. */
   queuedAt: number;
+  /** It was held back for its own busy worker at least once (counted once). */
+  heldBack?: boolean;
 }
 
 export class SandboxEngine {
@@ -148,6 +183,7 @@ export class SandboxEngine {
   private layout: MemoryLayout | undefined;
   private readonly snapshots: boolean;
   private readonly binaryResults: boolean;
+  private readonly counts: EngineStats = { runs: 0, kept: 0, ready: 0, built: 0, migrations: 0, affinityWaits: 0, workersStarted: 0 };
 
   constructor(private readonly options: EngineOptions) {
     this.maxWorkers = options.maxWorkers ?? 16;
@@ -170,6 +206,11 @@ export class SandboxEngine {
 
   get workerCount(): number {
     return this.slots.size;
+  }
+
+  /** What the pool did so far (a copy). */
+  get stats(): EngineStats {
+    return { ...this.counts };
   }
 
   /** Workers replaced because they held more memory than warm sessions may keep. */
@@ -249,6 +290,7 @@ export class SandboxEngine {
   }
 
   private spawn(): Slot {
+    this.counts.workersStarted++;
     const abortBuffer = new SharedArrayBuffer(4);
     const bridge = new HostBridge();
     const wasmModule = moduleIfCompiled();
@@ -397,6 +439,10 @@ export class SandboxEngine {
       // Nothing more is expected from this worker until its next run: the host sleeps, not polls.
       slot.bridge.rest();
     }
+    if (done.vm) {
+      this.counts.runs++;
+      this.counts[done.vm.source]++;
+    }
     if (done.retire && !slot.exited) {
       // The worker holds more memory than warm sessions may keep: replace it (before dispatching,
       // so no queued run is handed to it). Its sessions start on a fresh instance next time.
@@ -439,23 +485,30 @@ export class SandboxEngine {
   private dispatch(): void {
     clearTimeout(this.affinityTimer);
     this.affinityTimer = undefined;
-    let waitUntil = Infinity;
+    if (this.closed) return;
+    const now = performance.now();
+    /** When to look again: a run held for its own worker may then move, or the pool grow. */
+    let recheckAt = Infinity;
     for (let index = 0; index < this.queue.length; ) {
       const next = this.queue[index]!;
-      const slot = this.pickSlot(next);
+      const slot = this.pickSlot(next, now);
       if (slot === "own-busy") {
         // Left in the queue for its own worker; later runs may take the free one meanwhile.
-        waitUntil = Math.min(waitUntil, next.queuedAt + AFFINITY_WAIT_MS);
+        if (!next.heldBack) this.counts.affinityWaits++;
+        next.heldBack = true;
+        recheckAt = Math.min(recheckAt, next.queuedAt + AFFINITY_WAIT_MS);
         index++;
         continue;
       }
       if (!slot) break;
       this.queue.splice(index, 1);
+      const session = next.request.session;
+      if (!slot.sessions.has(session) && [...this.slots].some((other) => other.sessions.has(session))) this.counts.migrations++;
       clearTimeout(slot.idleTimer);
       slot.idleTimer = undefined;
       // The clock starts when the program can start, not while it waited for a worker.
       const sent: RunMessage = { ...next.request, type: "run", abortSeq: ++this.abortSeq, deadline: Date.now() + next.request.limits.timeoutMs };
-      const active: ActiveRun = { request: sent, callbacks: next.callbacks, resolve: next.resolve, finished: false };
+      const active: ActiveRun = { request: sent, callbacks: next.callbacks, resolve: next.resolve, finished: false, startedAt: now };
       slot.active = active;
       next.slot = slot;
       next.sent = sent;
@@ -464,18 +517,18 @@ export class SandboxEngine {
       if (!slot.exited) slot.bridge.expect();
       this.armHardStop(slot, active, active.request.limits.timeoutMs + HARD_STOP_GRACE_MS);
     }
-    if (waitUntil !== Infinity) {
-      this.affinityTimer = setTimeout(() => this.dispatch(), Math.max(0, waitUntil - performance.now()));
+    recheckAt = Math.min(recheckAt, this.grow(now));
+    if (recheckAt !== Infinity) {
+      this.affinityTimer = setTimeout(() => this.dispatch(), Math.max(0, recheckAt - performance.now()));
       this.affinityTimer.unref?.();
     }
     this.scheduleIdle();
   }
 
   /** A free worker for the run (its session's own first), "own-busy" while it should wait for its own, or none. */
-  private pickSlot(waiting: Waiting): Slot | "own-busy" | undefined {
+  private pickSlot(waiting: Waiting, now: number): Slot | "own-busy" | undefined {
     const session = waiting.request.session;
     let free: Slot | undefined;
-    let starting = 0;
     let ownBusy = false;
     for (const slot of this.slots) {
       if (slot.exited) continue;
@@ -483,18 +536,55 @@ export class SandboxEngine {
         if (slot.sessions.has(session)) ownBusy = true;
         continue;
       }
-      if (!slot.isReady) {
-        starting++;
-        continue;
-      }
+      if (!slot.isReady) continue;
       if (slot.sessions.has(session)) return slot;
       free ??= slot;
     }
-    if (free && ownBusy && performance.now() - waiting.queuedAt < AFFINITY_WAIT_MS) return "own-busy";
-    if (free) return free;
-    // No ready worker: start one unless enough are already starting for the queue.
-    if (this.slots.size < this.maxWorkers && starting < this.queue.length) this.spawn();
-    return undefined;
+    if (free && ownBusy && now - waiting.queuedAt < AFFINITY_WAIT_MS) return "own-busy";
+    return free;
+  }
+
+  /**
+   * Start workers for the runs still queued, when they need one: at once while there is no
+   * worker at all, otherwise only for runs that waited SPAWN_WAIT_MS while every worker is held
+   * by a run at least that old (a worker that took a run since is serving the queue). Returns when
+   * to look again (Infinity: no need).
+   */
+  private grow(now: number): number {
+    if (this.queue.length === 0 || this.closed) return Infinity;
+    let starting = 0;
+    let live = 0;
+    /** When the most recent of the busy workers' runs started: all of them are held since then. */
+    let heldSince = 0;
+    for (const slot of this.slots) {
+      if (slot.exited) continue;
+      live++;
+      if (!slot.isReady) starting++;
+      // A worker whose messages wait unread may well have finished: the host was behind (a long
+      // task, a pause, off its core), so that is no evidence of a held worker. Looked at again
+      // shortly, once the host has had a turn to read them.
+      else if (slot.active && slot.bridge.hasMessages) return now + UNREAD_RECHECK_MS;
+      else if (slot.active) heldSince = Math.max(heldSince, slot.active.startedAt);
+      // A free worker: the queue is waiting for its own busy ones, and they are rechecked.
+      else return Infinity;
+    }
+    if (live === 0) {
+      this.spawn();
+      return Infinity;
+    }
+    let due = 0;
+    let nextDue = Infinity;
+    for (const waiting of this.queue) {
+      const at = Math.max(waiting.queuedAt, heldSince) + SPAWN_WAIT_MS;
+      if (at <= now) due++;
+      else nextDue = Math.min(nextDue, at);
+    }
+    // At most as many starting at once as there are held workers: the pool doubles at most, so
+    // one slow run (a cold first one) does not start a worker for every run queued behind it.
+    const busy = live - starting;
+    for (let spawned = 0; starting + spawned < Math.min(due, busy) && this.slots.size < this.maxWorkers; spawned++) this.spawn();
+    // Workers are on their way for the runs that are due; the others are looked at when they are.
+    return this.slots.size < this.maxWorkers ? nextDue : Infinity;
   }
 
   private refill(): void {

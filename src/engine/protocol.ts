@@ -170,8 +170,12 @@ export interface DoneMessage {
    * and a dropped instance is freed only when its thread's heap is collected): the host replaces it.
    */
   retire?: boolean;
-  /** Which instance ran the program (unique across workers) and whether its VM came from a snapshot. */
-  vm?: { instance: string; restored: boolean };
+  /**
+   * Which instance ran the program (unique across workers), whether its VM came from a snapshot,
+   * and where the instance came from: the session's own (`kept`), a ready one (a snapshot or the
+   * spare, made off the critical path), or `built` for this run (instantiated while it waited).
+   */
+  vm?: { instance: string; restored: boolean; source: "kept" | "ready" | "built" };
 }
 
 export interface ReadyMessage {

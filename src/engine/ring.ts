@@ -447,6 +447,11 @@ export class HostBridge {
     return Atomics.load(this.words, W.workerIdle) === 1;
   }
 
+  /** The worker has sent something the host has not taken yet (the host is behind, not the worker). */
+  get hasMessages(): boolean {
+    return this.in.hasFrame();
+  }
+
   /** The worker said it is asleep in Atomics.wait. */
   get workerAsleep(): boolean {
     return Atomics.load(this.words, W.workerAsleep) === 1;

@@ -204,6 +204,28 @@ function snapshotsOff(reason: string): void {
   post({ type: "fallback", reason });
 }
 
+let upgrading = false;
+
+/**
+ * A session whose instance predates snapshots (it started before the self-test passed, or got
+ * the spare made before then) moves to a snapshot instance at its next run when one is ready:
+ * make one in the background while such a session is kept, or it would build its runtime on
+ * every run for as long as it stays warm.
+ */
+function prepareUpgrade(): void {
+  if (upgrading || snapshotMode !== "on" || readySnapshots.length > 0) return;
+  const maxPages = pagesFor(config.defaultMemoryBytes);
+  if (![...instances.values()].some((instance) => !instance.dead && instance.maxPages === maxPages && !snapshotOf.has(instance))) return;
+  upgrading = true;
+  newInstance(maxPages).then(
+    (instance) => {
+      upgrading = false;
+      if (snapshotOf.has(instance)) readySnapshots.push(instance);
+    },
+    () => (upgrading = false),
+  );
+}
+
 function prepareSpare(maxPages: number): void {
   const next = newInstance(maxPages);
   spare = next;
@@ -218,7 +240,10 @@ function prepareSpare(maxPages: number): void {
   );
 }
 
-async function instanceFor(request: RunRequest): Promise<WasmInstance> {
+/** Where a run's instance came from: its session's own, one made ahead of time (a snapshot or the spare), or built while it waited. */
+type InstanceSource = "kept" | "ready" | "built";
+
+async function instanceFor(request: RunRequest): Promise<{ instance: WasmInstance; source: InstanceSource }> {
   const maxPages = pagesFor(request.limits.memoryBytes);
   const key = instanceKey(request.session, maxPages);
   const existing = instances.get(key);
@@ -228,11 +253,12 @@ async function instanceFor(request: RunRequest): Promise<WasmInstance> {
     // Re-insert to keep the map in least-recently-used order.
     instances.delete(key);
     instances.set(key, existing);
-    return existing;
+    return { instance: existing, source: "kept" };
   }
   instances.delete(key);
   if (existing && !existing.dead) drop(existing);
   let instance: WasmInstance | undefined;
+  let source: InstanceSource = "ready";
   const ready = readySnapshots.findIndex((candidate) => candidate.maxPages === maxPages);
   if (ready >= 0) instance = readySnapshots.splice(ready, 1)[0];
   else if (spare) {
@@ -240,7 +266,10 @@ async function instanceFor(request: RunRequest): Promise<WasmInstance> {
     spare = undefined;
     if (candidate && candidate.maxPages === maxPages) instance = candidate;
   }
-  instance ??= await newInstance(maxPages);
+  if (!instance) {
+    source = "built";
+    instance = await newInstance(maxPages);
+  }
   instances.set(key, instance);
   while (instances.size > config.maxInstances) {
     const oldest = instances.keys().next().value as string;
@@ -248,13 +277,14 @@ async function instanceFor(request: RunRequest): Promise<WasmInstance> {
     instances.delete(oldest);
     if (evicted !== instance) drop(evicted);
   }
-  return instance;
+  return { instance, source };
 }
 
 async function run(request: RunMessage): Promise<void> {
   let instance: WasmInstance;
+  let origin: InstanceSource;
   try {
-    instance = await instanceFor(request);
+    ({ instance, source: origin } = await instanceFor(request));
   } catch (error) {
     postRun({
       type: "done",
@@ -277,7 +307,7 @@ async function run(request: RunMessage): Promise<void> {
   current = guest;
   const done = await guest.execute();
   current = undefined;
-  done.vm = { instance: instanceIds.get(instance) ?? "?", restored: snapshot !== undefined };
+  done.vm = { instance: instanceIds.get(instance) ?? "?", restored: snapshot !== undefined, source: origin };
   // A restore puts the break back but not the pages the run touched: they stay resident, so a
   // snapshot instance holds its high-water mark.
   grownBy.set(instance, Math.max(snapshot ? (grownBy.get(instance) ?? 0) : 0, heapGrowth(instance)));
@@ -298,6 +328,7 @@ async function run(request: RunMessage): Promise<void> {
   setImmediate(() => {
     startBackground();
     if (!spare) prepareSpare(pagesFor(config.defaultMemoryBytes));
+    prepareUpgrade();
   });
 }
 

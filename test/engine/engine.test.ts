@@ -1,7 +1,7 @@
 // The worker pool itself: idle workers retire, workers that cannot start fail runs with a reason
 // instead of leaving them queued forever.
 import { afterEach, describe, expect, it } from "vitest";
-import { SandboxEngine, type RunCallbacks } from "../../src/engine/engine.js";
+import { SandboxEngine, type EngineStats, type RunCallbacks } from "../../src/engine/engine.js";
 import { runRequest } from "./run-request.js";
 
 const engines: SandboxEngine[] = [];
@@ -18,7 +18,8 @@ describe("the worker pool", () => {
     const engine = new SandboxEngine({ defaultMemoryBytes: 64 * 1024 * 1024, maxWorkers: 3, minWorkers: 1, idleMs: 150 });
     engines.push(engine);
     await engine.start();
-    const concurrent = await Promise.all([1, 2, 3].map(() => engine.run(request("await sleep(100); return 1"), quiet).done));
+    // Long enough to hold each worker past the wait after which the pool grows (and doubles at most).
+    const concurrent = await Promise.all([1, 2, 3].map(() => engine.run(request("await sleep(800); return 1"), quiet).done));
     expect(concurrent.map((done) => done.ok)).toStrictEqual([true, true, true]);
     expect(engine.workerCount).toBe(3);
     // Reusing a worker before its idle timer fires must not keep it alive for good.
@@ -52,6 +53,50 @@ describe("a signal aborted before the run", () => {
     }
     expect(flushed).toEqual([]);
     expect((await engine.run(request("return 2"), quiet).done).valueJson).toBe("2");
+  });
+});
+
+/** Runs `return 1` in `session` until its instance comes from a snapshot (the first runs may precede the worker's self-test). */
+async function warm(engine: SandboxEngine, session: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const done = await engine.run(runRequest("return 1", { session }), quiet).done;
+    if (done.vm?.restored) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error("no run came from a snapshot");
+}
+
+const delta = (after: EngineStats, before: EngineStats) => Object.fromEntries(Object.entries(after).map(([key, value]) => [key, value - before[key as keyof EngineStats]]));
+
+describe("the pool's counters", () => {
+  it("say where each run's instance came from: a new session's made ahead of time, then its own", async () => {
+    const engine = new SandboxEngine({ defaultMemoryBytes: 64 * 1024 * 1024, maxWorkers: 1, minWorkers: 1 });
+    engines.push(engine);
+    await engine.start();
+    await warm(engine, "a");
+    const before = engine.stats;
+    const first = await engine.run(runRequest("return 1", { session: "b" }), quiet).done;
+    const second = await engine.run(runRequest("return 2", { session: "b" }), quiet).done;
+    expect([first.vm?.source, second.vm?.source]).toStrictEqual(["ready", "kept"]);
+    expect(second.vm?.instance).toBe(first.vm?.instance);
+    expect(delta(engine.stats, before)).toStrictEqual({ runs: 2, kept: 1, ready: 1, built: 0, migrations: 0, affinityWaits: 0, workersStarted: 0 });
+  });
+
+  it("count a run held back for its session's busy worker, then moved to the free one", async () => {
+    const engine = new SandboxEngine({ defaultMemoryBytes: 64 * 1024 * 1024, maxWorkers: 2, minWorkers: 2 });
+    engines.push(engine);
+    await engine.start();
+    // The second warm worker starts after the first: wait until both are ready (the pool's own flag).
+    const slots = (engine as unknown as { slots: Set<{ isReady: boolean }> }).slots;
+    for (let i = 0; i < 500 && !(slots.size === 2 && [...slots].every((slot) => slot.isReady)); i++) await new Promise((r) => setTimeout(r, 20));
+    await warm(engine, "a");
+    const before = engine.stats;
+    const held = engine.run(runRequest("await sleep(300); return 1", { session: "a" }), quiet).done;
+    const moved = await engine.run(runRequest("return 2", { session: "a" }), quiet).done;
+    expect(moved.valueJson).toBe("2");
+    expect((await held).valueJson).toBe("1");
+    const counted = delta(engine.stats, before);
+    expect([counted.affinityWaits, counted.migrations, counted.workersStarted]).toStrictEqual([1, 1, 0]);
   });
 });
 

@@ -68,7 +68,7 @@ describe("snapshot-fresh runs", () => {
     const target = await engine();
     const first = await untilRestored(target);
     const polluted = await run(target, POLLUTE);
-    expect(polluted.vm).toStrictEqual({ instance: first.vm!.instance, restored: true });
+    expect(polluted.vm).toStrictEqual({ instance: first.vm!.instance, restored: true, source: "kept" });
     const randomsBefore = JSON.parse(polluted.valueJson!) as number[];
     const after = inspected(await run(target, INSPECT));
     const { random, ...rest } = after;
