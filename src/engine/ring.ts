@@ -59,7 +59,7 @@ const FRAME_HEADER = 8;
 const MIN_WINDOW_MS = 0.02;
 /** Uses at the floor before a window opens to its maximum once to look again, and the most it waits. */
 const FIRST_PROBE_AFTER = 8;
-const MAX_PROBE_AFTER = 512;
+const MAX_PROBE_AFTER = 64;
 
 /**
  * One spin or poll window that adapts to what it achieves (see MIN_WINDOW_MS). At the floor a
