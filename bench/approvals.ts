@@ -43,8 +43,20 @@ async function main(): Promise<void> {
   const recording: Codemode = await createCodemode({ tools: [echo, gated], workers: { max: 1 } });
   const rows: Array<[string, number, number]> = [];
   try {
-    rows.push(["50 tool calls", ...(await pair(() => plain.run(CALLS), () => recording.run(CALLS)))]);
-    rows.push(["20,000 Date.now() + 1 call", ...(await pair(() => plain.run(CLOCK), () => recording.run(CLOCK)))]);
+    rows.push([
+      "50 tool calls",
+      ...(await pair(
+        () => plain.run(CALLS),
+        () => recording.run(CALLS),
+      )),
+    ]);
+    rows.push([
+      "20,000 Date.now() + 1 call",
+      ...(await pair(
+        () => plain.run(CLOCK),
+        () => recording.run(CLOCK),
+      )),
+    ]);
     // The 50 calls run live (then the gate interrupts), against the same run and a resume that replays them.
     const both = async () => {
       const first = await recording.run(BEFORE_GATE);

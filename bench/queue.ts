@@ -87,10 +87,15 @@ async function drain(server: RedisServer, dir: string, workers: number): Promise
     return await timeTasks(cm, workers);
   } finally {
     await cm.close();
-    await Promise.all(children.map((c) => new Promise((r) => {
-          c.once("exit", r);
-          c.kill("SIGTERM");
-        })));
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise((r) => {
+            c.once("exit", r);
+            c.kill("SIGTERM");
+          }),
+      ),
+    );
   }
 }
 
@@ -109,7 +114,15 @@ export async function benchQueue(): Promise<Result[] | undefined> {
     const base = results[1]!;
     const table = new Table({ head: ["", `${TASKS} script tasks`, "tasks/s", "vs 1 worker", "enqueue→start p50", "p95", "one at a time, p50"] });
     for (const r of results) {
-      table.push([r.workers === 0 ? "one host, no queue" : `${r.workers} worker${r.workers === 1 ? "" : "s"}`, `${(r.ms / 1000).toFixed(2)} s`, (TASKS / (r.ms / 1000)).toFixed(0), `${(base.ms / r.ms).toFixed(2)}×`, `${r.p50} ms`, `${r.p95} ms`, `${r.idle} ms`]);
+      table.push([
+        r.workers === 0 ? "one host, no queue" : `${r.workers} worker${r.workers === 1 ? "" : "s"}`,
+        `${(r.ms / 1000).toFixed(2)} s`,
+        (TASKS / (r.ms / 1000)).toFixed(0),
+        `${(base.ms / r.ms).toFixed(2)}×`,
+        `${r.p50} ms`,
+        `${r.p95} ms`,
+        `${r.idle} ms`,
+      ]);
     }
     console.log(`\nThe Redis task queue (BullMQ), ${CONCURRENCY} tasks at once per worker, spawned as fast as the host can:`);
     console.log(table.toString());

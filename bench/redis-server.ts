@@ -43,9 +43,13 @@ export class RedisServer {
 
   private async launch(): Promise<void> {
     const persistence = this.durable ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"];
-    const child = spawn("redis-server", ["--port", String(this.port), "--bind", "127.0.0.1", "--dir", this.dir, "--save", "", ...persistence, ...(this.password ? ["--requirepass", this.password] : [])], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      "redis-server",
+      ["--port", String(this.port), "--bind", "127.0.0.1", "--dir", this.dir, "--save", "", ...persistence, ...(this.password ? ["--requirepass", this.password] : [])],
+      {
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     this.child = child;
     let out = "";
     await new Promise<void>((resolve, reject) => {

@@ -153,7 +153,16 @@ async function poolRow(): Promise<void> {
         runId: `p${++next}`,
         code,
         session,
-        limits: { timeoutMs: 10_000, memoryBytes: 64 * 1024 * 1024, stackBytes: 1024 * 1024, maxToolCalls: 100, maxCrossingBytes: 1024 * 1024, storeValueBytes: 1024, storeSessionBytes: 4096, maxTimers: 10 },
+        limits: {
+          timeoutMs: 10_000,
+          memoryBytes: 64 * 1024 * 1024,
+          stackBytes: 1024 * 1024,
+          maxToolCalls: 100,
+          maxCrossingBytes: 1024 * 1024,
+          storeValueBytes: 1024,
+          storeSessionBytes: 4096,
+          maxTimers: 10,
+        },
         tools: [],
         globals: {},
         store: {},
@@ -172,10 +181,12 @@ async function poolRow(): Promise<void> {
       runs++;
     };
     const usage = process.cpuUsage();
-    results[name].push(await sessionsPerSecond(counted, seconds, () => {
-      runs = 0;
-      Object.assign(usage, process.cpuUsage());
-    }));
+    results[name].push(
+      await sessionsPerSecond(counted, seconds, () => {
+        runs = 0;
+        Object.assign(usage, process.cpuUsage());
+      }),
+    );
     const spent = process.cpuUsage(usage);
     cpu[name].push((spent.user + spent.system) / runs);
   };
@@ -206,7 +217,11 @@ async function poolRow(): Promise<void> {
     counters.push(["codemode (cm.run)", ...Object.entries(oursStats.stats).map(([key, value]) => String(value - before.ours[key as keyof EngineStats]))]);
     counters.push(["engine alone", ...Object.entries(engine.stats).map(([key, value]) => String(value - before.engine[key as keyof EngineStats]))]);
     console.log(counters.toString());
-    console.log(`load average at the end: ${loadavg().map((load) => load.toFixed(2)).join(", ")} (the machine has its cores shared: compare ratios and counts, not times)`);
+    console.log(
+      `load average at the end: ${loadavg()
+        .map((load) => load.toFixed(2))
+        .join(", ")} (the machine has its cores shared: compare ratios and counts, not times)`,
+    );
   } finally {
     await cm.close();
     await engine.close();
@@ -240,8 +255,19 @@ async function targets(): Promise<Target[]> {
   const rows: Target[] = [];
   try {
     if (!callsOnly) {
-    rows.push({ name: 'warm text("hi"), back to back', unit: "ms", target: "≤ 0.6×", ...(await each((run) => sample(scale(300), () => run(`text("hi")`)))) });
-    rows.push({ name: 'warm text("hi") after 50 ms idle', unit: "ms", target: "≤ 1.0×", ...(await each((run) => sample(scale(20), () => run(`text("hi")`), () => sleep(50)))) });
+      rows.push({ name: 'warm text("hi"), back to back', unit: "ms", target: "≤ 0.6×", ...(await each((run) => sample(scale(300), () => run(`text("hi")`)))) });
+      rows.push({
+        name: 'warm text("hi") after 50 ms idle',
+        unit: "ms",
+        target: "≤ 1.0×",
+        ...(await each((run) =>
+          sample(
+            scale(20),
+            () => run(`text("hi")`),
+            () => sleep(50),
+          ),
+        )),
+      });
     }
     const CALLS = 1000;
     const perCall = (code: string) => async (run: Run) => ((await sample(scale(10), () => run(code))) / CALLS) * 1000;
@@ -253,7 +279,13 @@ async function targets(): Promise<Target[]> {
       ...(await each(perCall(`await Promise.all(Array.from({ length: ${CALLS} }, (_, i) => tools.echo({ i })))`))),
     });
     const rowsProgram = `const r = await tools.rows({}); if (r.rows.length !== 10000) throw new Error("rows"); text(String(r.rows.length))`;
-    rows.push({ name: "~1 MB result (10,000 rows, output schema)", unit: "ms", target: "≤ 0.45×", note: `${(Buffer.byteLength(JSON.stringify(rowsValue)) / 1e6).toFixed(2)} MB of JSON`, ...(await each((run) => sample(scale(10), () => run(rowsProgram)))) });
+    rows.push({
+      name: "~1 MB result (10,000 rows, output schema)",
+      unit: "ms",
+      target: "≤ 0.45×",
+      note: `${(Buffer.byteLength(JSON.stringify(rowsValue)) / 1e6).toFixed(2)} MB of JSON`,
+      ...(await each((run) => sample(scale(10), () => run(rowsProgram)))),
+    });
     if (callsOnly) return rows;
     rows.push({ name: "CPU loop 1e6", unit: "ms", target: "≤ 1.1×", ...(await each((run) => sample(scale(10), () => run(`let s = 0; for (let i = 0; i < 1e6; i++) s += i; text(String(s))`)))) });
     const seconds = quick ? 0.5 : 2;
@@ -278,7 +310,15 @@ async function targets(): Promise<Target[]> {
   };
   const node = await cold("node");
   const unbundled = await cold("codemode-unbundled");
-  rows.push({ name: "cold start to first output (new process)", unit: "ms", target: "≤ raw + 60 ms", note: `node itself: ${node.toFixed(0)} ms; unbundled: ${unbundled.toFixed(0)} ms`, ours: await cold("codemode"), raw: await cold("raw"), vm: await cold("vm") });
+  rows.push({
+    name: "cold start to first output (new process)",
+    unit: "ms",
+    target: "≤ raw + 60 ms",
+    note: `node itself: ${node.toFixed(0)} ms; unbundled: ${unbundled.toFixed(0)} ms`,
+    ours: await cold("codemode"),
+    raw: await cold("raw"),
+    vm: await cold("vm"),
+  });
   return rows;
 }
 
@@ -355,7 +395,13 @@ async function fastPaths(): Promise<FastPath[]> {
       }
       return median(samples);
     };
-    rows.push({ name: "snapshot: the restore alone, after a trivial run", value: us(restoreAfter(`text("hi")`, scale(300))), baseline: "—", ratio: "—", note: "off the critical path: after the result is posted" });
+    rows.push({
+      name: "snapshot: the restore alone, after a trivial run",
+      value: us(restoreAfter(`text("hi")`, scale(300))),
+      baseline: "—",
+      ratio: "—",
+      note: "off the critical path: after the result is posted",
+    });
     const bigMs = restoreAfter(`globalThis.x = "y".repeat(4e6).length`, scale(30));
     rows.push({ name: "snapshot: the restore alone, after a run that grew the heap by 4 MB", value: us(bigMs), baseline: "—", ratio: "—", note: "it zeroes what the run added" });
   }
@@ -384,9 +430,20 @@ async function fastPaths(): Promise<FastPath[]> {
   parse.dispose();
   context.dispose();
   runtime.dispose();
-  rows.push({ name: "1 MB result: host encode (per-schema) vs JSON.stringify", value: ms(encodeMs), baseline: ms(stringifyMs), ratio: `${(encodeMs / stringifyMs).toFixed(2)}×`, note: `${(bytes.length / 1e6).toFixed(2)} MB binary vs ${(json.length / 1e6).toFixed(2)} MB JSON` });
+  rows.push({
+    name: "1 MB result: host encode (per-schema) vs JSON.stringify",
+    value: ms(encodeMs),
+    baseline: ms(stringifyMs),
+    ratio: `${(encodeMs / stringifyMs).toFixed(2)}×`,
+    note: `${(bytes.length / 1e6).toFixed(2)} MB binary vs ${(json.length / 1e6).toFixed(2)} MB JSON`,
+  });
   rows.push({ name: "1 MB result: guest decode vs guest JSON.parse", value: ms(decodeMs), baseline: ms(parseMs), ratio: `${(decodeMs / parseMs).toFixed(2)}×` });
-  rows.push({ name: "1 MB result: host + guest, both paths", value: ms(encodeMs + decodeMs), baseline: ms(stringifyMs + parseMs), ratio: `${((encodeMs + decodeMs) / (stringifyMs + parseMs)).toFixed(2)}×` });
+  rows.push({
+    name: "1 MB result: host + guest, both paths",
+    value: ms(encodeMs + decodeMs),
+    baseline: ms(stringifyMs + parseMs),
+    ratio: `${((encodeMs + decodeMs) / (stringifyMs + parseMs)).toFixed(2)}×`,
+  });
 
   // Transport: one small message to a worker and back.
   const entry = new URL("./ring-echo.js", import.meta.url);
@@ -442,9 +499,27 @@ async function fastPaths(): Promise<FastPath[]> {
   const sleeping = middle(sleepings);
   const spinning = middle(spinnings);
   const polling = middle(pollings);
-  rows.push({ name: "round trip to a worker: ring, worker sleeps in Atomics.wait", value: us(sleeping.elapsed), baseline: `${us(post)} postMessage`, ratio: `${(sleeping.elapsed / post).toFixed(2)}×`, note: `${sleeping.stats.workerWakes} worker wakes, ${sleeping.stats.hostRings} host rings / ${ROUNDS}` });
-  rows.push({ name: "round trip to a worker: ring, worker spins 50 µs first", value: us(spinning.elapsed), baseline: `${us(post)} postMessage`, ratio: `${(spinning.elapsed / post).toFixed(2)}×`, note: `${spinning.stats.workerWakes} worker wakes, ${spinning.stats.hostRings} host rings / ${ROUNDS}` });
-  rows.push({ name: "round trip: ring, worker spins 200 µs, host polls 500 µs", value: us(polling.elapsed), baseline: `${us(post)} postMessage`, ratio: `${(polling.elapsed / post).toFixed(2)}×`, note: `${polling.stats.workerWakes} worker wakes, ${polling.stats.hostRings} host rings / ${ROUNDS}` });
+  rows.push({
+    name: "round trip to a worker: ring, worker sleeps in Atomics.wait",
+    value: us(sleeping.elapsed),
+    baseline: `${us(post)} postMessage`,
+    ratio: `${(sleeping.elapsed / post).toFixed(2)}×`,
+    note: `${sleeping.stats.workerWakes} worker wakes, ${sleeping.stats.hostRings} host rings / ${ROUNDS}`,
+  });
+  rows.push({
+    name: "round trip to a worker: ring, worker spins 50 µs first",
+    value: us(spinning.elapsed),
+    baseline: `${us(post)} postMessage`,
+    ratio: `${(spinning.elapsed / post).toFixed(2)}×`,
+    note: `${spinning.stats.workerWakes} worker wakes, ${spinning.stats.hostRings} host rings / ${ROUNDS}`,
+  });
+  rows.push({
+    name: "round trip: ring, worker spins 200 µs, host polls 500 µs",
+    value: us(polling.elapsed),
+    baseline: `${us(post)} postMessage`,
+    ratio: `${(polling.elapsed / post).toFixed(2)}×`,
+    note: `${polling.stats.workerWakes} worker wakes, ${polling.stats.hostRings} host rings / ${ROUNDS}`,
+  });
   return rows;
 }
 
@@ -460,7 +535,12 @@ interface Row {
 
 async function others(): Promise<Row[]> {
   const rows: Row[] = [];
-  rows.push({ name: "module start (fresh instance)", ours: await sample(scale(30), () => newWasmInstance(pagesFor(64 * 1024 * 1024))), floor: await sample(scale(30), () => vm.createContext({})), unit: "ms" });
+  rows.push({
+    name: "module start (fresh instance)",
+    ours: await sample(scale(30), () => newWasmInstance(pagesFor(64 * 1024 * 1024))),
+    floor: await sample(scale(30), () => vm.createContext({})),
+    unit: "ms",
+  });
   const payload10k = "x".repeat(10 * 1024);
   const payload1m = "y".repeat(1024 * 1024);
   const blob = z.object({ data: z.string() });
@@ -513,7 +593,11 @@ async function main(): Promise<void> {
     countTable.push([`${row.name} (per ${row.perOp})`, row.hostRings.toFixed(2), row.workerWakes.toFixed(2), row.workerSleeps.toFixed(2), row.doorbells.toFixed(2), `${row.medianUs.toFixed(1)} µs`]);
   }
   console.log(countTable.toString());
-  console.log(`load average at the end: ${loadavg().map((load) => load.toFixed(2)).join(", ")} (the machine has its cores shared: compare ratios and counts, not times)`);
+  console.log(
+    `load average at the end: ${loadavg()
+      .map((load) => load.toFixed(2))
+      .join(", ")} (the machine has its cores shared: compare ratios and counts, not times)`,
+  );
   if (callsOnly) return;
 
   const fastTable = new Table({ head: ["engine fast paths, measured on their own", "value", "baseline", "ratio", "note"] });

@@ -36,7 +36,11 @@ const sh = (script: string): string[] => ["sh", "-c", script];
 
 export const TASK_KINDS: TaskKind[] = [
   // 0.5-6 MiB of base64 text (the task is the size in KiB): past the 2 MiB cap for most.
-  { agent: { name: "big", description: "prints a lot", driver: "command", command: ["sh", "-c", "head -c $(( $1 * 1024 )) /dev/urandom | base64 -w 160", "sh", "{task}"] }, weight: 30, expect: "succeeded" },
+  {
+    agent: { name: "big", description: "prints a lot", driver: "command", command: ["sh", "-c", "head -c $(( $1 * 1024 )) /dev/urandom | base64 -w 160", "sh", "{task}"] },
+    weight: 30,
+    expect: "succeeded",
+  },
   // One 6 MiB jsonl line with no newline: past the line limit, fails its task.
   { agent: { name: "endless-line", description: "one huge line", driver: "command", protocol: "jsonl", command: sh("head -c 6291456 /dev/zero | tr '\\0' 'x'") }, weight: 10, expect: "failed" },
   // Usage readings no meter gives: 1e308 twice, then a real one.
@@ -46,7 +50,9 @@ export const TASK_KINDS: TaskKind[] = [
       description: "lies about usage",
       driver: "command",
       protocol: "jsonl",
-      command: sh(`for i in 1 2; do echo '{"type":"usage","input_tokens":1e308,"output_tokens":1e308,"cost_usd":1e308}'; done; echo '{"type":"usage","input_tokens":7,"output_tokens":3}'; echo '{"type":"text","text":"ok"}'`),
+      command: sh(
+        `for i in 1 2; do echo '{"type":"usage","input_tokens":1e308,"output_tokens":1e308,"cost_usd":1e308}'; done; echo '{"type":"usage","input_tokens":7,"output_tokens":3}'; echo '{"type":"text","text":"ok"}'`,
+      ),
     },
     weight: 15,
     expect: "succeeded",
@@ -55,8 +61,24 @@ export const TASK_KINDS: TaskKind[] = [
   // Leaves a grandchild behind that holds stdout: the task still ends, and the grandchild with it.
   { agent: { name: "holder", description: "leaves a grandchild", driver: "command", command: sh("sleep 60 & echo started") }, weight: 10, expect: "succeeded" },
   { agent: { name: "sleeper", description: "runs until stopped", driver: "command", command: ["sleep", "60"] }, weight: 10, expect: "canceled", stop: true },
-  { agent: { name: "flooder", description: "a script agent flooding text", driver: "script", scriptCode: `for (let i = 0; i < 200; i++) text("f".repeat(5000) + i)` }, weight: 10, expect: "succeeded" },
-  { agent: { name: "fn", description: "in-process output", driver: "function", run: async ({ emit }) => { for (let i = 0; i < 64; i++) emit({ type: "text", text: "g".repeat(64 * 1024) }); return "\nend"; } }, weight: 5, expect: "succeeded" },
+  {
+    agent: { name: "flooder", description: "a script agent flooding text", driver: "script", scriptCode: `for (let i = 0; i < 200; i++) text("f".repeat(5000) + i)` },
+    weight: 10,
+    expect: "succeeded",
+  },
+  {
+    agent: {
+      name: "fn",
+      description: "in-process output",
+      driver: "function",
+      run: async ({ emit }) => {
+        for (let i = 0; i < 64; i++) emit({ type: "text", text: "g".repeat(64 * 1024) });
+        return "\nend";
+      },
+    },
+    weight: 5,
+    expect: "succeeded",
+  },
 ];
 
 export interface TaskSoakReport {
@@ -143,7 +165,13 @@ export async function soakTasks(options: { tasks: number; batch?: number; seed?:
           await sleep(50);
         }`;
       const result = await cm.run(program);
-      if (result.structuredContent.status !== "ok") throw new Error(`soak program failed: ${result.content.map((c) => c.text).join("\n").slice(0, 2000)}`);
+      if (result.structuredContent.status !== "ok")
+        throw new Error(
+          `soak program failed: ${result.content
+            .map((c) => c.text)
+            .join("\n")
+            .slice(0, 2000)}`,
+        );
       const ids = result.structuredContent.value as string[];
       ids.forEach((id, i) => {
         expected.set(id, kinds[i]!.expect);
@@ -222,7 +250,9 @@ async function main(): Promise<void> {
   const tasks = Number(process.argv[2] ?? 1000);
   const report = await soakTasks({ tasks, log: (line) => console.log(line) });
   console.log(JSON.stringify({ ...report, samples: undefined }, null, 2));
-  console.log(`RSS after ${tasks} tasks: ${report.rssAtEnd.toFixed(1)} MiB = ${(report.rssAtEnd / report.rssAfterWarmup).toFixed(2)}x RSS after warm-up (${report.rssAfterWarmup.toFixed(1)} MiB); limit 1.5x`);
+  console.log(
+    `RSS after ${tasks} tasks: ${report.rssAtEnd.toFixed(1)} MiB = ${(report.rssAtEnd / report.rssAfterWarmup).toFixed(2)}x RSS after warm-up (${report.rssAfterWarmup.toFixed(1)} MiB); limit 1.5x`,
+  );
   const failures = taskSoakFailures(report);
   if (failures.length) {
     console.error(`task soak FAILED: ${failures.join("; ")}`);

@@ -93,8 +93,7 @@ export const KINDS: Kind[] = [
   {
     name: "parallel-tools",
     weight: 8,
-    run: async (run, i) =>
-      expectOk(await run(`const r = await Promise.all([1, 2, 3, 4, 5].map((n) => tools.echo({ n }))); return r.map((x) => x.n)`, { session: session(i) }), [1, 2, 3, 4, 5]),
+    run: async (run, i) => expectOk(await run(`const r = await Promise.all([1, 2, 3, 4, 5].map((n) => tools.echo({ n }))); return r.map((x) => x.n)`, { session: session(i) }), [1, 2, 3, 4, 5]),
   },
   {
     name: "store-load",
@@ -145,9 +144,7 @@ export const KINDS: Kind[] = [
     name: "call-storm",
     weight: 2,
     run: async (run, i) =>
-      expectKind(await run(`await Promise.all(Array.from({ length: 60 }, () => tools.echo({}).catch(() => 0)))`, { session: session(i), limits: { maxToolCalls: 50 } }), [
-        "call_limit",
-      ]),
+      expectKind(await run(`await Promise.all(Array.from({ length: 60 }, () => tools.echo({}).catch(() => 0)))`, { session: session(i), limits: { maxToolCalls: 50 } }), ["call_limit"]),
   },
   { name: "text-flood", weight: 2, run: async (run, i) => expectOk(await run(`for (let i = 0; i < 200; i++) text("z".repeat(1000)); return 1`, { session: session(i) }), 1) },
   { name: "stack", weight: 2, run: async (run, i) => expectKind(await run(`function r() { return r() } r()`, { session: session(i) }), ["stack"]) },
@@ -209,11 +206,9 @@ export async function soak(options: { runs: number; seed?: number; concurrency?:
         const index = i;
         kinds[kind.name] = (kinds[kind.name] ?? 0) + 1;
         jobs.push(
-          kind
-            .run(counted, index)
-            .then((mismatch) => {
-              if (mismatch && mismatches.length < 50) mismatches.push(`run ${index} (${kind.name}): ${mismatch}`);
-            }),
+          kind.run(counted, index).then((mismatch) => {
+            if (mismatch && mismatches.length < 50) mismatches.push(`run ${index} (${kind.name}): ${mismatch}`);
+          }),
         );
       }
       await Promise.all(jobs);
@@ -270,7 +265,9 @@ async function main(): Promise<void> {
   if (tasks > 0) {
     const taskReport = await soakTasks({ tasks, log: (line) => console.log(line) });
     console.log(JSON.stringify({ ...taskReport, samples: undefined }, null, 2));
-    console.log(`RSS after ${tasks} tasks: ${taskReport.rssAtEnd.toFixed(1)} MiB = ${(taskReport.rssAtEnd / taskReport.rssAfterWarmup).toFixed(2)}x RSS after warm-up (${taskReport.rssAfterWarmup.toFixed(1)} MiB); limit 1.5x`);
+    console.log(
+      `RSS after ${tasks} tasks: ${taskReport.rssAtEnd.toFixed(1)} MiB = ${(taskReport.rssAtEnd / taskReport.rssAfterWarmup).toFixed(2)}x RSS after warm-up (${taskReport.rssAfterWarmup.toFixed(1)} MiB); limit 1.5x`,
+    );
     failures.push(...taskSoakFailures(taskReport));
   }
   if (failures.length) {

@@ -43,8 +43,15 @@ function unionTool(): { tool: Tool; record: Record<string, unknown> } {
   });
   const record = {
     rows: Array.from({ length: ROWS }, (_, i) => ({
-      id: `r${i}`, name: `row ${i}`, state: "a" as const, count: i, v: { a: "x", b: "y" },
-      owner: { pid: 1, start: "s" }, created_at: "2026-01-01T00:00:00.000Z", tags: ["t1", "t2"], detail: "d".repeat(200),
+      id: `r${i}`,
+      name: `row ${i}`,
+      state: "a" as const,
+      count: i,
+      v: { a: "x", b: "y" },
+      owner: { pid: 1, start: "s" },
+      created_at: "2026-01-01T00:00:00.000Z",
+      tags: ["t1", "t2"],
+      detail: "d".repeat(200),
     })),
   };
   const tool = defineTool({

@@ -22,10 +22,24 @@
   "use strict";
   const host = g.__codemode_host;
   delete g.__codemode_host;
-  const stringify = JSON.stringify, parse = JSON.parse, create = Object.create, freeze = Object.freeze;
-  const define = Object.defineProperty, keys = Object.keys, apply = Reflect.apply, Str = String;
-  const TypeErr = TypeError, RangeErr = RangeError, P = Proxy, Prom = Promise, reject = Promise.reject, then = Promise.prototype.then;
-  const timers = new Map(), mapHas = Map.prototype.has, mapSet = Map.prototype.set, mapDelete = Map.prototype.delete;
+  const stringify = JSON.stringify,
+    parse = JSON.parse,
+    create = Object.create,
+    freeze = Object.freeze;
+  const define = Object.defineProperty,
+    keys = Object.keys,
+    apply = Reflect.apply,
+    Str = String;
+  const TypeErr = TypeError,
+    RangeErr = RangeError,
+    P = Proxy,
+    Prom = Promise,
+    reject = Promise.reject,
+    then = Promise.prototype.then;
+  const timers = new Map(),
+    mapHas = Map.prototype.has,
+    mapSet = Map.prototype.set,
+    mapDelete = Map.prototype.delete;
   let marshalling = "";
   const global = (name, value) => define(g, name, { value, writable: false, enumerable: false, configurable: false });
   // QuickJS reports stack overflow as an InternalError; make it the RangeError programs (and the
@@ -41,7 +55,11 @@
       const json = stringify(value);
       return json === undefined ? Str(value) : json;
     } catch (_) {
-      try { return Str(value); } catch (_) { return "[unprintable value]"; }
+      try {
+        return Str(value);
+      } catch (_) {
+        return "[unprintable value]";
+      }
     }
   }
 
@@ -50,7 +68,12 @@
   function toJson(value, path, where) {
     let json;
     marshalling = path;
-    try { json = stringify(value); } catch (e) { marshalling = ""; throw new TypeErr((where ?? "tools." + path + "()") + ": the value must be JSON-serialisable (" + render(e && e.message) + ")"); }
+    try {
+      json = stringify(value);
+    } catch (e) {
+      marshalling = "";
+      throw new TypeErr((where ?? "tools." + path + "()") + ": the value must be JSON-serialisable (" + render(e && e.message) + ")");
+    }
     marshalling = "";
     if (json === undefined) throw new TypeErr((where ?? "tools." + path + "()") + ": the value must be a JSON value, got " + typeof value);
     return json;
@@ -63,7 +86,8 @@
   // the namespace is never mistaken for a thenable. The outer Proxy refuses every change and
   // shows no prototype. Its target stays extensible (preventExtensions is refused too): a
   // getPrototypeOf trap may answer null only for an extensible target.
-  const refuse = () => false, none = () => null;
+  const refuse = () => false,
+    none = () => null;
   function namespace(prefix, table) {
     const unknown = new P(create(null), {
       get(_, key) {
@@ -74,38 +98,72 @@
     const names = create(unknown);
     for (const name of keys(table)) define(names, name, { value: table[name], writable: false, enumerable: true, configurable: false });
     return new P(names, {
-      getPrototypeOf: none, set: refuse, defineProperty: refuse, deleteProperty: refuse, setPrototypeOf: refuse, preventExtensions: refuse,
+      getPrototypeOf: none,
+      set: refuse,
+      defineProperty: refuse,
+      deleteProperty: refuse,
+      setPrototypeOf: refuse,
+      preventExtensions: refuse,
     });
   }
   // Replay (approvals; src/codemode/ledger.ts): for a run with `config.determinism`, install()
   // seeds Math.random and makes Date.now()/new Date() answer first from an earlier run's readings,
   // then from the clock. The readings, as [value, repeats] pairs, leave with the next tool call:
   // "~" JSON "~" args. What install() changes here is undone with the rest of the run's state.
-  const RealDate = Date, realNow = Date.now, construct = Reflect.construct;
+  const RealDate = Date,
+    realNow = Date.now,
+    construct = Reflect.construct;
   let readings = null;
   function replayable(det) {
-    let [a, b, c, d] = det.seed, at = 0;
+    let [a, b, c, d] = det.seed,
+      at = 0;
     const clock = det.clock;
     let left = clock[1];
     const word = () => {
       const t = (((a + b) | 0) + d) | 0;
-      d = (d + 1) | 0; a = b ^ (b >>> 9); b = (c + (c << 3)) | 0; c = (c << 21) | (c >>> 11); c = (c + t) | 0;
+      d = (d + 1) | 0;
+      a = b ^ (b >>> 9);
+      b = (c + (c << 3)) | 0;
+      c = (c << 21) | (c >>> 11);
+      c = (c + t) | 0;
       return t >>> 0;
     };
     for (let i = 0; i < 12; i++) word();
-    define(Math, "random", { value: { random() { return (word() * 2097152 + (word() >>> 11)) / 9007199254740992; } }.random, writable: true, configurable: true });
+    define(Math, "random", {
+      value: {
+        random() {
+          return (word() * 2097152 + (word() >>> 11)) / 9007199254740992;
+        },
+      }.random,
+      writable: true,
+      configurable: true,
+    });
     readings = [];
-    const now = { now() {
-      let v;
-      if (at < clock.length) { v = clock[at]; if (--left <= 0) { at += 2; left = clock[at + 1]; } } else v = realNow();
-      const n = readings.length;
-      if (n && readings[n - 2] === v) readings[n - 1]++; else { readings[n] = v; readings[n + 1] = 1; }
-      return v;
-    } }.now;
-    const ReplayDate = { Date: function (...args) {
-      if (new.target === undefined) return Str(construct(RealDate, [now()]));
-      return construct(RealDate, args.length ? args : [now()], new.target);
-    } }.Date;
+    const now = {
+      now() {
+        let v;
+        if (at < clock.length) {
+          v = clock[at];
+          if (--left <= 0) {
+            at += 2;
+            left = clock[at + 1];
+          }
+        } else v = realNow();
+        const n = readings.length;
+        if (n && readings[n - 2] === v) readings[n - 1]++;
+        else {
+          readings[n] = v;
+          readings[n + 1] = 1;
+        }
+        return v;
+      },
+    }.now;
+    const ReplayDate = {
+      Date: function (...args) {
+        if (new.target === undefined) return Str(construct(RealDate, [now()]));
+        return construct(RealDate, args.length ? args : [now()], new.target);
+      },
+    }.Date;
     ReplayDate.prototype = RealDate.prototype;
     define(RealDate.prototype, "constructor", { value: ReplayDate, writable: true, configurable: true });
     for (const name of ["parse", "UTC"]) define(ReplayDate, name, { value: RealDate[name], writable: true, configurable: true });
@@ -114,7 +172,9 @@
   }
 
   // Free-form strings cross as JSON: the host reads C strings, which end at a NUL and mangle lone surrogates.
-  global("text", function text(value) { host("text", stringify(render(value))); });
+  global("text", function text(value) {
+    host("text", stringify(render(value)));
+  });
   const consoleObject = create(null);
   for (const level of ["log", "info", "warn", "error", "debug"]) {
     consoleObject[level] = function () {
@@ -125,7 +185,9 @@
   }
   global("console", freeze(consoleObject));
 
-  const checkKey = (name, key) => { if (typeof key !== "string" || key === "") throw new TypeErr(name + ": key must be a non-empty string"); };
+  const checkKey = (name, key) => {
+    if (typeof key !== "string" || key === "") throw new TypeErr(name + ": key must be a non-empty string");
+  };
   global("store", function store(key, value) {
     checkKey("store(key, value)", key);
     const problem = host("store", stringify(key), value === undefined ? undefined : toJson(value, "", "store(" + stringify(key) + ")"));
@@ -142,11 +204,14 @@
     if (!(value >= 0)) throw new TypeErr(name + ": delay must be a non-negative number of milliseconds");
     return value;
   }
-  global("sleep", function sleep(ms) { return host("sleep", delay("sleep(ms)", ms), 0); });
+  global("sleep", function sleep(ms) {
+    return host("sleep", delay("sleep(ms)", ms), 0);
+  });
   let nextTimer = 1;
   global("setTimeout", function setTimeout(callback, ms, ...extra) {
     if (typeof callback !== "function") throw new TypeErr("setTimeout(callback, ms): callback must be a function");
-    const id = nextTimer++, fired = host("sleep", delay("setTimeout(callback, ms)", ms), id);
+    const id = nextTimer++,
+      fired = host("sleep", delay("setTimeout(callback, ms)", ms), id);
     apply(mapSet, timers, [id, true]);
     (async () => {
       await fired;
@@ -155,7 +220,9 @@
       try {
         const result = apply(callback, undefined, extra);
         if (result instanceof Prom) await result;
-      } catch (e) { host("uncaught", describe(e)); }
+      } catch (e) {
+        host("uncaught", describe(e));
+      }
     })();
     return id;
   });
@@ -166,7 +233,9 @@
     }
   });
 
-  global("budget", function budget() { return parse(host("budget")); });
+  global("budget", function budget() {
+    return parse(host("budget"));
+  });
 
   // A null-prototype record: Object.prototype.toJSON (or getters there) must not rewrite it.
   function describe(e) {
@@ -187,7 +256,9 @@
     try {
       const value = object[key];
       return value === undefined || typeof value === "string" ? value : render(value);
-    } catch (_) { return undefined; }
+    } catch (_) {
+      return undefined;
+    }
   };
   return {
     fromJson: parse,
@@ -209,19 +280,30 @@
       // A result arrives as its JSON text, or already decoded from QuickJS's binary format as the
       // one element of an array. `parsed`: the arguments of then() for every call, one array (a
       // frozen one is slower to apply).
-      const root = create(null), branches = create(null), parsed = [(v) => (typeof v === "string" ? parse(v) : v[0])];
+      const root = create(null),
+        branches = create(null),
+        parsed = [(v) => (typeof v === "string" ? parse(v) : v[0])];
       for (const path of config.tools) {
         // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
         // code, message) that has no stack yet: QuickJS adds one where it is first thrown, which is
         // the program's own `await` of the call (an async wrapper here would put its frame there).
         // A tool called from a toJSON or getter of another call's arguments would nest without bound.
-        const dot = path.indexOf("."), fn = (args) => {
-          if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
-          let json = "{}";
-          if (args !== undefined) try { json = toJson(args, path); } catch (e) { return apply(reject, Prom, [e]); }
-          if (readings !== null && readings.length) { json = "~" + stringify(readings) + "~" + json; readings = []; }
-          return apply(then, host("call", path, json), parsed);
-        };
+        const dot = path.indexOf("."),
+          fn = (args) => {
+            if (marshalling) throw new TypeErr(host("reentrant", path, marshalling));
+            let json = "{}";
+            if (args !== undefined)
+              try {
+                json = toJson(args, path);
+              } catch (e) {
+                return apply(reject, Prom, [e]);
+              }
+            if (readings !== null && readings.length) {
+              json = "~" + stringify(readings) + "~" + json;
+              readings = [];
+            }
+            return apply(then, host("call", path, json), parsed);
+          };
         if (dot < 0) root[path] = fn;
         else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;
       }

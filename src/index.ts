@@ -9,4 +9,16 @@ export * from "./tools/index.js";
 export { z } from "zod";
 export { workspaceTools, WORKSPACE_READ_ONLY_TOOLS } from "./workspace/index.js";
 export { TaskHost, AgentRegistry, defineAgent, TaskError, type AgentDefinition, type AgentInput, type TaskRecord, type TaskStatus } from "./tasks/index.js";
-export { validateWorkflow, parseWorkflow, runWorkflow, ptcWorkflowTool, formatProblems, type WorkflowProblem, type WorkflowValidation, type WorkflowCatalog, type WorkflowPlan, type NodeLine, type WorkflowOutcome } from "./workflow/index.js";
+export {
+  validateWorkflow,
+  parseWorkflow,
+  runWorkflow,
+  ptcWorkflowTool,
+  formatProblems,
+  type WorkflowProblem,
+  type WorkflowValidation,
+  type WorkflowCatalog,
+  type WorkflowPlan,
+  type NodeLine,
+  type WorkflowOutcome,
+} from "./workflow/index.js";

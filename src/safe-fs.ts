@@ -5,22 +5,7 @@
 // FIFO cannot hang), reads are capped, new files are created exclusively (O_EXCL) with mode 0600,
 // and directories are real directories owned by this user with mode 0700.
 import { randomBytes } from "node:crypto";
-import {
-  chmodSync,
-  closeSync,
-  constants,
-  fstatSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readSync,
-  renameSync,
-  rmSync,
-  unlinkSync,
-  writeSync,
-  type Stats,
-} from "node:fs";
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, unlinkSync, writeSync, type Stats } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 

@@ -3,7 +3,21 @@
 // finds in its environment (TRACEPARENT) and a queue job carries to its worker. The tracer is the
 // one createCodemode was given, else the global provider's. With neither, `traceScope` answers
 // undefined and nothing else here runs: the rest of the runtime only ever checks for an absent scope. docs/tracing.md lists every name.
-import { context as otelContext, createTraceState, isSpanContextValid, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type SpanContext, type Tracer, type TracerProvider } from "@opentelemetry/api";
+import {
+  context as otelContext,
+  createTraceState,
+  isSpanContextValid,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type SpanContext,
+  type Tracer,
+  type TracerProvider,
+} from "@opentelemetry/api";
 import { packageVersion } from "./package-files.js";
 import { takeHead } from "./text.js";
 import type { TaskRecord, TaskStatus } from "./tasks/types.js";

@@ -72,7 +72,10 @@ describe("safe-fs", () => {
     symlinkSync(wide, join(d, "alias"));
     expect(failure(() => ensurePrivateDir(join(d, "alias"))).reason).toBe("symbolic_link");
     writeFileSync(join(d, "file"), "");
-    expect(failure(() => ensurePrivateDir(join(d, "file")))).toStrictEqual({ reason: "not_directory", message: `${join(d, "file")} is a regular file, not a directory; remove it or choose another data dir` });
+    expect(failure(() => ensurePrivateDir(join(d, "file")))).toStrictEqual({
+      reason: "not_directory",
+      message: `${join(d, "file")} is a regular file, not a directory; remove it or choose another data dir`,
+    });
   });
 
   it("a private temp dir is made on first use (mkdtemp, 0700) and removed with its files", () => {

@@ -64,7 +64,16 @@ describe("cuts in characters", () => {
 describe("describeReceived", () => {
   it("names a value in JavaScript's words, or in a YAML file's", () => {
     const values = [null, undefined, [1], { a: 1 }, "x".repeat(50), 7, true, 10n];
-    expect(values.map((v) => describeReceived(v))).toStrictEqual(["null", "undefined", "an array", "an object", `the string "${"x".repeat(40)}…"`, "the number 7", "the boolean true", "the bigint 10"]);
+    expect(values.map((v) => describeReceived(v))).toStrictEqual([
+      "null",
+      "undefined",
+      "an array",
+      "an object",
+      `the string "${"x".repeat(40)}…"`,
+      "the number 7",
+      "the boolean true",
+      "the bigint 10",
+    ]);
     expect(values.map((v) => describeReceived(v, YAML_WORDS)).slice(2, 4)).toStrictEqual(["a list", "a mapping"]);
     expect(describeReceived(1, { array: "an array", object: "an object", article: "" })).toBe("number 1");
   });
@@ -89,17 +98,6 @@ describe("formatBytes", () => {
 
 describe("formatDuration", () => {
   it("shows ms below a second, tenths below a minute and m/ss past it, rounding once", () => {
-    expect([0, 850, 999.4, 999.6, 4200, 59_940, 59_970, 60_000, 119_600, 185_000].map(formatDuration)).toEqual([
-      "0ms",
-      "850ms",
-      "999ms",
-      "1.0s",
-      "4.2s",
-      "59.9s",
-      "1m00s",
-      "1m00s",
-      "2m00s",
-      "3m05s",
-    ]);
+    expect([0, 850, 999.4, 999.6, 4200, 59_940, 59_970, 60_000, 119_600, 185_000].map(formatDuration)).toEqual(["0ms", "850ms", "999ms", "1.0s", "4.2s", "59.9s", "1m00s", "1m00s", "2m00s", "3m05s"]);
   });
 });

@@ -92,7 +92,13 @@ describe("tracing", () => {
     expect(result.content).toStrictEqual([{ type: "text", text: "ada succeeded" }]);
     const roots = tree(exporter.getFinishedSpans());
     expect(roots.map(shape)).toStrictEqual([
-      ["codemode.run", [["execute_tool lookup", []], ["execute_tool ptc_subagent", [["codemode.task", [["codemode.task.run", [["codemode.run", [["execute_tool lookup", []]]]]]]]]]]],
+      [
+        "codemode.run",
+        [
+          ["execute_tool lookup", []],
+          ["execute_tool ptc_subagent", [["codemode.task", [["codemode.task.run", [["codemode.run", [["execute_tool lookup", []]]]]]]]]],
+        ],
+      ],
     ]);
     const [run] = roots as [Node];
     const [call, spawn] = run.children as [Node, Node];
@@ -156,7 +162,13 @@ describe("tracing", () => {
       "codemode.task.exit_code": 0,
       "codemode.task.duration_ms": record.endedAt! - record.startedAt!,
     });
-    expect(childRun.attributes).toMatchObject({ "codemode.session": `task-${record.id}`, "codemode.depth": 1, "codemode.task.id": record.id, "codemode.run.status": "ok", "codemode.run.tool_calls": 1 });
+    expect(childRun.attributes).toMatchObject({
+      "codemode.session": `task-${record.id}`,
+      "codemode.depth": 1,
+      "codemode.task.id": record.id,
+      "codemode.run.status": "ok",
+      "codemode.run.tool_calls": 1,
+    });
     expect(childCall.attributes).toMatchObject({ "codemode.tool.path": "lookup", "codemode.task.id": record.id, "codemode.tool.output_bytes": 14 });
     expect(childCall.events[0]![1]["codemode.record.json"]).toBe('{"name":"bob"}');
     // One trace, all of it.
@@ -204,7 +216,13 @@ text(w.timed_out + " " + s.status);`);
     const task = spawn.children[0]!;
     const stopSpan = stop.children[0]!;
     const id = cm.tasks.list().records[0]!.id;
-    expect(task.attributes).toMatchObject({ "codemode.task.id": id, "codemode.task.background": true, "codemode.task.status": "canceled", "codemode.task.stop_reason": "enough", "codemode.task.usage.turns": 1 });
+    expect(task.attributes).toMatchObject({
+      "codemode.task.id": id,
+      "codemode.task.background": true,
+      "codemode.task.status": "canceled",
+      "codemode.task.stop_reason": "enough",
+      "codemode.task.usage.turns": 1,
+    });
     expect(task.events.map(([name]) => name)).toStrictEqual(["codemode.task.started", "codemode.task.stop_requested"]);
     expect(task.events[1]).toStrictEqual(["codemode.task.stop_requested", { "codemode.task.stop_reason": "enough" }]);
     expect(stopSpan.attributes).toStrictEqual({ "codemode.task.id": id, "codemode.task.from_status": "running", "codemode.task.stop_reason": "enough", "codemode.task.status": "canceled" });
@@ -267,7 +285,9 @@ text(w.timed_out + " " + s.status);`);
   it("a workflow's tool nodes are spans under the workflow's task", async () => {
     const { exporter, tracer } = recorder();
     const cm = await open({ tracer });
-    const result = await cm.run(`const r = await tools.ptc_workflow({ workflow: { graph: { nodes: [{ id: "a", class: "action", kind: "lookup", params: { who: "ada" } }] } } }); text(r.outputs.a.name)`);
+    const result = await cm.run(
+      `const r = await tools.ptc_workflow({ workflow: { graph: { nodes: [{ id: "a", class: "action", kind: "lookup", params: { who: "ada" } }] } } }); text(r.outputs.a.name)`,
+    );
     expect(result.content).toStrictEqual([{ type: "text", text: "ada" }]);
     const [run] = tree(exporter.getFinishedSpans()) as [Node];
     expect(run.children.map(shape)).toStrictEqual([["execute_tool ptc_workflow", [["codemode.task", [["codemode.task.run", [["execute_tool lookup", []]]]]]]]]);
@@ -275,10 +295,7 @@ text(w.timed_out + " " + s.status);`);
 
   it("an openai agent's tool calls are spans under its task's run span", async () => {
     // A local server speaking chat completions: first a call of lookup, then the answer.
-    const replies = [
-      { tool_calls: [{ id: "c1", type: "function", function: { name: "lookup", arguments: '{"who":"ada"}' } }] },
-      { content: "found ada" },
-    ];
+    const replies = [{ tool_calls: [{ id: "c1", type: "function", function: { name: "lookup", arguments: '{"who":"ada"}' } }] }, { content: "found ada" }];
     const server = createServer((req, res) => {
       req.resume().on("end", () => {
         const message = { role: "assistant", ...replies.shift() };

@@ -6,7 +6,12 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const NOTES = [
-  { id: "n1", title: "Sandbox limits", tags: ["runtime", "limits"], body: "Every run has a deadline, a memory cap and a tool call budget. Exceeding one ends the run with a kind the host can act on." },
+  {
+    id: "n1",
+    title: "Sandbox limits",
+    tags: ["runtime", "limits"],
+    body: "Every run has a deadline, a memory cap and a tool call budget. Exceeding one ends the run with a kind the host can act on.",
+  },
   { id: "n2", title: "Result views", tags: ["tools"], body: "Tools with views return a compact record by default and the full record on request. Compact is always a subset of full." },
   { id: "n3", title: "Upstream servers", tags: ["mcp", "tools"], body: "Servers listed in codemode.json are started as clients and their tools appear under their server name." },
   { id: "n4", title: "Subagents", tags: ["tasks", "runtime"], body: "Programs can spawn background subagents, poll them and read their reports with host measured usage." },
@@ -42,7 +47,11 @@ server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
   const args = params.arguments ?? {};
   if (params.name === "search_notes") {
     const word = typeof args.word === "string" ? args.word.toLowerCase() : undefined;
-    const notes = NOTES.filter((n) => (args.tag === undefined || n.tags.includes(args.tag)) && (word === undefined || n.title.toLowerCase().includes(word))).map(({ id, title, tags }) => ({ id, title, tags }));
+    const notes = NOTES.filter((n) => (args.tag === undefined || n.tags.includes(args.tag)) && (word === undefined || n.title.toLowerCase().includes(word))).map(({ id, title, tags }) => ({
+      id,
+      title,
+      tags,
+    }));
     return { content: [{ type: "text", text: notes.map((n) => `${n.id} ${n.title}`).join("\n") || "no notes" }], structuredContent: { notes, count: notes.length } };
   }
   if (params.name === "get_note") {

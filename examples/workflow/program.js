@@ -16,4 +16,6 @@ const run = await tools.ptc_workflow({ workflow, inputs: { file: "examples/workf
 text(`${run.status}: ${Object.keys(run.outputs).join(" → ")}`);
 text(run.outputs.summary.text);
 const [review, summary] = [run.outputs.review.usage, run.outputs.summary.usage];
-text(`usage (host-counted): ${run.usage.turns} turns, ${run.usage.input} input tokens, $${run.usage.cost.toFixed(6)} = review (${review.turns} turn, ${review.input} tokens, $${review.cost.toFixed(6)}) + summary (${summary.turns} turn, ${summary.input} tokens)`);
+text(
+  `usage (host-counted): ${run.usage.turns} turns, ${run.usage.input} input tokens, $${run.usage.cost.toFixed(6)} = review (${review.turns} turn, ${review.input} tokens, $${review.cost.toFixed(6)}) + summary (${summary.turns} turn, ${summary.input} tokens)`,
+);

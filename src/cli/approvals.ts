@@ -104,7 +104,11 @@ export async function resumeCommand(argv: readonly string[], io: Io): Promise<nu
   }
   if (positionals.length !== 1) throw new UsageError(`codemode resume: give one continuation (what codemode run printed), got ${positionals.length}`);
   const approvals: Record<string, ApprovalAnswerInput> = {};
-  for (const [flag, answer] of [["allow", "allow"], ["deny", "deny"], ["always", { decision: "allow", remember: true }]] as const) {
+  for (const [flag, answer] of [
+    ["allow", "allow"],
+    ["deny", "deny"],
+    ["always", { decision: "allow", remember: true }],
+  ] as const) {
     for (const id of (flags[flag] as string[] | undefined) ?? []) {
       if (Object.hasOwn(approvals, id)) throw new UsageError(`codemode resume: ${id} is answered twice`);
       approvals[id] = answer;

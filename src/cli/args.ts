@@ -67,7 +67,12 @@ export function parseArgs(command: string, argv: readonly string[], spec: FlagTa
     }
     if (flag.repeat || flag.list) {
       const values = (flags[name] as string[] | undefined) ?? [];
-      if (flag.list) values.push(...String(value).split(",").filter((part) => part !== ""));
+      if (flag.list)
+        values.push(
+          ...String(value)
+            .split(",")
+            .filter((part) => part !== ""),
+        );
       else values.push(String(value));
       flags[name] = values;
     } else {

@@ -38,9 +38,15 @@ function integer(min: number, max: number, description: string) {
 const path = (description: string) => z.string({ error: "a non-empty path string" }).trim().min(1, { error: "a non-empty path string" }).describe(description);
 
 const limits = z
-  .strictObject(Object.fromEntries(Object.entries(LIMIT_RANGES).map(([key, [min, max]]) => [key, integer(min, max, LIMIT_TEXT[key as keyof Limits]).optional()])) as Record<keyof Limits, z.ZodOptional<ReturnType<typeof integer>>>, {
-    error: "an object of limits",
-  })
+  .strictObject(
+    Object.fromEntries(Object.entries(LIMIT_RANGES).map(([key, [min, max]]) => [key, integer(min, max, LIMIT_TEXT[key as keyof Limits]).optional()])) as Record<
+      keyof Limits,
+      z.ZodOptional<ReturnType<typeof integer>>
+    >,
+    {
+      error: "an object of limits",
+    },
+  )
   .describe("Limits of every program run (docs/limits.md); each is optional.");
 
 const stringMap = (what: string, description: string) => z.record(z.string(), z.string({ error: "a string" }), { error: `an object of ${what}` }).describe(description);
@@ -50,14 +56,24 @@ const common = {
     .array(z.string({ error: "a tool name" }).min(1, { error: "a tool name" }), { error: "an array of the server's tool names" })
     .optional()
     .describe("Tools of this server (names as it lists them) that never change anything, besides those it annotates readOnlyHint: read-only agents may call them."),
-  startupTimeoutMs: integer(...STARTUP_TIMEOUT_RANGE, "How long the server may take to start and list its tools, in milliseconds (default 20000); past it the server counts as failed and its tools are not bound.").optional(),
+  startupTimeoutMs: integer(
+    ...STARTUP_TIMEOUT_RANGE,
+    "How long the server may take to start and list its tools, in milliseconds (default 20000); past it the server counts as failed and its tools are not bound.",
+  ).optional(),
 };
 
 const stdioServer = z
   .strictObject({
     type: z.literal("stdio", { error: 'one of "stdio", "http" or "sse"' }).optional().describe("stdio (the default when there is no url): a process the runtime starts."),
-    command: z.string({ error: "a non-empty string (the program to start)" }).trim().min(1, { error: "a non-empty string (the program to start)" }).describe("The program to start; relative paths resolve from the configuration's folder."),
-    args: z.array(z.string({ error: "a string" }), { error: "an array of strings" }).optional().describe("Its arguments."),
+    command: z
+      .string({ error: "a non-empty string (the program to start)" })
+      .trim()
+      .min(1, { error: "a non-empty string (the program to start)" })
+      .describe("The program to start; relative paths resolve from the configuration's folder."),
+    args: z
+      .array(z.string({ error: "a string" }), { error: "an array of strings" })
+      .optional()
+      .describe("Its arguments."),
     env: stringMap("string values", "Environment variables for the server, besides PATH, HOME and the like.").optional(),
     cwd: path("Working directory of the server process (default the configuration's folder).").optional(),
     ...common,
@@ -66,20 +82,21 @@ const stdioServer = z
 
 const remoteServer = z
   .strictObject({
-    type: z.enum(["http", "sse"], { error: 'one of "stdio", "http" or "sse"' }).optional().describe('http (Streamable HTTP, the default with a url) or sse (the older HTTP+SSE transport).'),
+    type: z.enum(["http", "sse"], { error: 'one of "stdio", "http" or "sse"' }).optional().describe("http (Streamable HTTP, the default with a url) or sse (the older HTTP+SSE transport)."),
     // Checked as written: a variable may stand for the host (the URL is parsed once expanded).
     url: z
       .string({ error: "an http:// or https:// URL" })
-      .regex(/^(?:https?:\/\/|\$\{)\S+$/i, { error: "an http:// or https:// URL" }).describe("The server's endpoint. ${VAR} and ${VAR:-default} are replaced by environment variables when the server is started."),
+      .regex(/^(?:https?:\/\/|\$\{)\S+$/i, { error: "an http:// or https:// URL" })
+      .describe("The server's endpoint. ${VAR} and ${VAR:-default} are replaced by environment variables when the server is started."),
     headers: stringMap(
       "header values",
-      "HTTP headers sent with every request, e.g. { \"Authorization\": \"Bearer ${GITHUB_TOKEN}\" }. ${VAR} and ${VAR:-default} are replaced by environment variables; the values are never printed.",
+      'HTTP headers sent with every request, e.g. { "Authorization": "Bearer ${GITHUB_TOKEN}" }. ${VAR} and ${VAR:-default} are replaced by environment variables; the values are never printed.',
     ).optional(),
     ...common,
   })
   .describe("An MCP server reached over HTTP (Streamable HTTP, or SSE).");
 
-export const serverSchema = z.union([stdioServer, remoteServer], { error: "an object { \"command\", \"args\"?, \"env\"? } or { \"url\", \"headers\"? }" });
+export const serverSchema = z.union([stdioServer, remoteServer], { error: 'an object { "command", "args"?, "env"? } or { "url", "headers"? }' });
 
 const workspace = z
   .union(
@@ -113,14 +130,20 @@ const tasks = z
       redis: z
         .string({ error: "a redis://host:port URL" })
         .optional()
-        .describe("A Redis server (redis://[user:password@]host:port[/db], or rediss:// for TLS): task records and logs live there, and script, command and openai tasks are queued for `codemode worker` processes. A password may instead come from CODEMODE_REDIS_PASSWORD. See docs/distributed.md."),
+        .describe(
+          "A Redis server (redis://[user:password@]host:port[/db], or rediss:// for TLS): task records and logs live there, and script, command and openai tasks are queued for `codemode worker` processes. A password may instead come from CODEMODE_REDIS_PASSWORD. See docs/distributed.md.",
+        ),
       queue: z
         .string({ error: "1 to 64 letters, digits, '-' or '_'" })
         .regex(/^[A-Za-z0-9_-]{1,64}$/, { error: "1 to 64 letters, digits, '-' or '_'" })
         .optional()
         .describe('The Redis queue\'s name (default "codemode-tasks"); needs "redis".'),
-      maxRunning: integer(1, 1_000_000, "Tasks running at once: on this host (default 8), or with \"redis\" across every worker of the queue (default: no cap but each worker's --concurrency).").optional(),
-      lockMs: integer(1000, 3_600_000, "With \"redis\": how long a worker may go silent (dead, or cut off from Redis) before its tasks are marked lost, in ms (default 30000).").optional(),
+      maxRunning: integer(
+        1,
+        1_000_000,
+        'Tasks running at once: on this host (default 8), or with "redis" across every worker of the queue (default: no cap but each worker\'s --concurrency).',
+      ).optional(),
+      lockMs: integer(1000, 3_600_000, 'With "redis": how long a worker may go silent (dead, or cut off from Redis) before its tasks are marked lost, in ms (default 30000).').optional(),
     },
     { error: 'an object { "maxOutputBytes"?, "cwdRoots"?, "redis"?, "queue"?, "maxRunning"?, "lockMs"? }' },
   )
@@ -145,7 +168,9 @@ const approvals = z
       required: z
         .array(z.string({ error: "a tool id" }).min(1, { error: "a tool id" }), { error: 'an array of tool ids (such as "write_file" or "github.create_issue")' })
         .optional()
-        .describe("Tool ids (as codemode tools lists them) whose every call waits for a person's approval: asked on the terminal, through an MCP client's elicitation, or answered with codemode resume."),
+        .describe(
+          "Tool ids (as codemode tools lists them) whose every call waits for a person's approval: asked on the terminal, through an MCP client's elicitation, or answered with codemode resume.",
+        ),
     },
     { error: 'an object { "required"?: [tool ids] }' },
   )

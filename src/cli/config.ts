@@ -284,7 +284,7 @@ function position(text: string, offset: number): string {
 
 const SYNTAX: Record<string, string> = {
   InvalidNumberFormat: "a malformed number",
-  PropertyNameExpected: 'a field name in double quotes was expected (JSON has no unquoted names, no comments and no trailing commas)',
+  PropertyNameExpected: "a field name in double quotes was expected (JSON has no unquoted names, no comments and no trailing commas)",
   ValueExpected: "a value was expected",
   ColonExpected: 'a ":" was expected after the field name',
   CommaExpected: 'a "," was expected between two entries',

@@ -19,7 +19,10 @@ export async function reportRun(result: RunResult, json: boolean, io: Io, runtim
   // Background subagents live as long as this process: say so when closing stops some.
   const active = runtime.cm.tasks.running + runtime.cm.tasks.queued;
   if (active > 0) {
-    await write(io.stderr, `codemode: ${active} background task${active === 1 ? " was" : "s were"} still running and ${active === 1 ? "is" : "are"} stopped now that the program ended; wait for them in the program (await tools.ptc_task_wait({})) to keep their results\n`);
+    await write(
+      io.stderr,
+      `codemode: ${active} background task${active === 1 ? " was" : "s were"} still running and ${active === 1 ? "is" : "are"} stopped now that the program ended; wait for them in the program (await tools.ptc_task_wait({})) to keep their results\n`,
+    );
   }
   if (result.structuredContent.status === "interrupted") return EXIT_INTERRUPTED;
   return ok ? EXIT_OK : EXIT_FAILED;

@@ -39,7 +39,6 @@ Exit codes: 0 the program succeeded, 1 it failed (the failure is printed on stde
 3 it stopped for an approval (resume it with the printed codemode resume command).`,
 });
 
-
 export async function runCommand(argv: readonly string[], io: Io): Promise<number> {
   const { flags, positionals } = parseArgs("codemode run", argv, RUN_FLAGS);
   if (flags.help) {
@@ -89,7 +88,13 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
       // A call that needs a person is asked on the terminal when there is one (and the program did
       // not come on stdin); otherwise the run stops and prints its continuation for codemode resume.
       const ask = source !== "-" && canAsk(io) ? { askApproval: terminalAsker(io) } : {};
-      result = await runtime.cm.runInternal(code, { signal: controller.signal, resumeHint: cliResumeHint, ...ask, ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(session === undefined ? {} : { session }) });
+      result = await runtime.cm.runInternal(code, {
+        signal: controller.signal,
+        resumeHint: cliResumeHint,
+        ...ask,
+        ...(timeoutMs === undefined ? {} : { timeoutMs }),
+        ...(session === undefined ? {} : { session }),
+      });
     } finally {
       process.off("SIGINT", onSigint);
       progress.stop();

@@ -81,7 +81,11 @@ export async function openRuntime(config: CodemodeConfig, cwd: string, options: 
     upstreams,
     boundToolIds: new Set(tools.map((tool) => tool.id)),
     // Agent files that do not load are skipped: said once, and only the agent itself fails.
-    warnings: [...upstreams.warnings, ...legacyDataDir(config, dataDir), ...cm.tasks.agents.problems.map((problem) => `${problem.message}; the agent "${problem.name}" is not available until it is fixed`)],
+    warnings: [
+      ...upstreams.warnings,
+      ...legacyDataDir(config, dataDir),
+      ...cm.tasks.agents.problems.map((problem) => `${problem.message}; the agent "${problem.name}" is not available until it is fixed`),
+    ],
     close: async () => {
       try {
         await cm.close();
@@ -114,7 +118,9 @@ function legacyDataDir(config: CodemodeConfig, dataDir: string | undefined): str
   if (config.dataDirGiven || dataDir === undefined) return [];
   const old = dirname(dataDir);
   if (!existsSync(join(old, "tasks.db")) && !existsSync(join(old, "sessions"))) return [];
-  return [`${old} holds tasks or sessions of an earlier codemode, whose default data dir it was; the default is now ${dataDir}. To keep using them, set "dataDir": ".codemode" in codemode.json (or move them)`];
+  return [
+    `${old} holds tasks or sessions of an earlier codemode, whose default data dir it was; the default is now ${dataDir}. To keep using them, set "dataDir": ".codemode" in codemode.json (or move them)`,
+  ];
 }
 
 function gateByConfig(required: ReadonlySet<string>): NonNullable<CodemodeOptions["hooks"]>["approve"] {

@@ -79,11 +79,37 @@ export function renderTaskTable(records: readonly TaskRecord[], options: { color
   const table = new Table({
     head: ["id", "status", "agent", "label", "depth", "output", "time", ...(usage ? ["usage"] : []), "note"].map((h) => c.bold(h)),
     style: { head: [], border: [], compact: true, "padding-left": 0, "padding-right": 0 },
-    chars: { top: "", "top-mid": "", "top-left": "", "top-right": "", bottom: "", "bottom-mid": "", "bottom-left": "", "bottom-right": "", left: "", "left-mid": "", mid: "", "mid-mid": "", right: "", "right-mid": "", middle: "  " },
+    chars: {
+      top: "",
+      "top-mid": "",
+      "top-left": "",
+      "top-right": "",
+      bottom: "",
+      "bottom-mid": "",
+      "bottom-left": "",
+      "bottom-right": "",
+      left: "",
+      "left-mid": "",
+      mid: "",
+      "mid-mid": "",
+      right: "",
+      "right-mid": "",
+      middle: "  ",
+    },
   });
   for (const r of records) {
     const note = r.lostReason ? `${r.lostReason}${r.errorMessage ? `: ${r.errorMessage}` : ""}` : (r.errorMessage ?? r.report?.summary ?? "");
-    table.push([shown(r.id), paint(c, r.status), shown(r.agent), cut(r.label, 30), String(r.depth), formatBytes(r.outputBytes), elapsed(r, now), ...(usage ? [formatUsage(r.usage)] : []), cut(note, 60)]);
+    table.push([
+      shown(r.id),
+      paint(c, r.status),
+      shown(r.agent),
+      cut(r.label, 30),
+      String(r.depth),
+      formatBytes(r.outputBytes),
+      elapsed(r, now),
+      ...(usage ? [formatUsage(r.usage)] : []),
+      cut(note, 60),
+    ]);
   }
   return table
     .toString()

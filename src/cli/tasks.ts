@@ -78,7 +78,8 @@ export async function tasksCommand(argv: readonly string[], io: Io): Promise<num
   if (positionals.length > 0) throw new UsageError(`codemode tasks: takes no arguments, got ${positionals.join(" ")}; to read one task use codemode task <id>`);
   const status = (flags.status as string[] | undefined) ?? undefined;
   for (const s of status ?? []) {
-    if (!(TASK_STATUSES as readonly string[]).includes(s)) throw new UsageError(`codemode tasks: --status "${s}" is not a task status; use one or more of ${TASK_STATUSES.join(", ")} (comma-separated)`);
+    if (!(TASK_STATUSES as readonly string[]).includes(s))
+      throw new UsageError(`codemode tasks: --status "${s}" is not a task status; use one or more of ${TASK_STATUSES.join(", ")} (comma-separated)`);
   }
   let limit: number | undefined;
   if (flags.limit !== undefined) {

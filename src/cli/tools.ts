@@ -29,7 +29,8 @@ workspace and upstream MCP servers, and whether each resolves to a structured re
 /** A --declarations-budget value: whole bytes, at least 256 (room for the notes and a few tools). */
 export function declarationsBudget(command: string, raw: string): number {
   const bytes = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
-  if (!Number.isSafeInteger(bytes) || bytes < MIN_DECLARATIONS_BUDGET) throw new UsageError(`${command}: --declarations-budget must be a whole number of bytes, at least ${MIN_DECLARATIONS_BUDGET}; got "${raw}"`);
+  if (!Number.isSafeInteger(bytes) || bytes < MIN_DECLARATIONS_BUDGET)
+    throw new UsageError(`${command}: --declarations-budget must be a whole number of bytes, at least ${MIN_DECLARATIONS_BUDGET}; got "${raw}"`);
   return bytes;
 }
 

@@ -10,7 +10,12 @@ import { openRuntime } from "./runtime.js";
 const DEFAULT_CONCURRENCY = 8;
 
 const WORKER_FLAGS = {
-  concurrency: { type: "string", value: "<n>", short: "n", description: `tasks this worker runs at once (default ${DEFAULT_CONCURRENCY}); "tasks.maxRunning" in the configuration caps the whole queue` },
+  concurrency: {
+    type: "string",
+    value: "<n>",
+    short: "n",
+    description: `tasks this worker runs at once (default ${DEFAULT_CONCURRENCY}); "tasks.maxRunning" in the configuration caps the whole queue`,
+  },
   config: CONFIG_FLAG,
   help: HELP_FLAG,
 } satisfies FlagTable;

@@ -249,4 +249,3 @@ function resultText(node: WorkflowPlan["nodes"][number], output: unknown): strin
   if (node.type === "agent" && typeof (output as { text?: unknown }).text === "string") return (output as { text: string }).text;
   return typeof output === "string" ? output : JSON.stringify(output, null, 2);
 }
-

@@ -111,7 +111,8 @@ function isEntry(value: unknown): value is RememberedApproval {
 export function checkAnswers(value: unknown, where: string): Map<string, { decision: Decision; remember: boolean; reason?: string }> {
   const answers = new Map<string, { decision: Decision; remember: boolean; reason?: string }>();
   if (value === undefined) return answers;
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new TypeError(`${where} must be an object { [approval_id]: "allow" | "deny" | { decision, remember? } }, got ${describe(value)}`);
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new TypeError(`${where} must be an object { [approval_id]: "allow" | "deny" | { decision, remember? } }, got ${describe(value)}`);
   for (const [id, answer] of Object.entries(value)) {
     if (answer === "allow" || answer === "deny") {
       answers.set(id, { decision: answer, remember: false });
@@ -121,7 +122,8 @@ export function checkAnswers(value: unknown, where: string): Map<string, { decis
     if (a === null || typeof a !== "object" || (a.decision !== "allow" && a.decision !== "deny")) {
       throw new TypeError(`${where}["${id}"] must be "allow", "deny" or { decision: "allow" | "deny", remember?: boolean }, got ${describe(answer)}`);
     }
-    for (const key of Object.keys(a)) if (!["decision", "remember", "reason"].includes(key)) throw new TypeError(`${where}["${id}"].${key} is not part of an answer; known: decision, remember, reason`);
+    for (const key of Object.keys(a))
+      if (!["decision", "remember", "reason"].includes(key)) throw new TypeError(`${where}["${id}"].${key} is not part of an answer; known: decision, remember, reason`);
     if (a.remember !== undefined && typeof a.remember !== "boolean") throw new TypeError(`${where}["${id}"].remember must be true or false, got ${describe(a.remember)}`);
     if (a.reason !== undefined && typeof a.reason !== "string") throw new TypeError(`${where}["${id}"].reason must be a string, got ${describe(a.reason)}`);
     answers.set(id, { decision: a.decision, remember: a.remember === true, ...(typeof a.reason === "string" && a.reason !== "" ? { reason: a.reason.slice(0, 500) } : {}) });

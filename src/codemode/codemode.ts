@@ -228,17 +228,25 @@ export class Codemode {
   async resume(continuation: string, options: ResumeOptions = {}): Promise<RunResult> {
     this.assertOpen();
     if (options === null || typeof options !== "object") throw new TypeError(`options must be an object { approvals?, code?, signal?, askApproval? }, got ${describe(options)}`);
-    for (const key of Object.keys(options)) if (!["approvals", "code", "signal", "askApproval"].includes(key)) throw new TypeError(`options.${key} is not a resume option; known: approvals, code, signal, askApproval`);
+    for (const key of Object.keys(options))
+      if (!["approvals", "code", "signal", "askApproval"].includes(key)) throw new TypeError(`options.${key} is not a resume option; known: approvals, code, signal, askApproval`);
     if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) throw new TypeError(`options.signal must be an AbortSignal, got ${describe(options.signal)}`);
     if (options.askApproval !== undefined && typeof options.askApproval !== "function") throw new TypeError(`options.askApproval must be a function, got ${describe(options.askApproval)}`);
     return this.resumeInternal(continuation, options, {});
   }
 
   /** @internal resume() for ptc_run_code, with its own hint and progress. */
-  async resumeInternal(continuation: string, options: ResumeOptions & { session?: string }, internal: Pick<InternalRunOptions, "resumeHint" | "onOutput" | "depth" | "taskId" | "trace">): Promise<RunResult> {
+  async resumeInternal(
+    continuation: string,
+    options: ResumeOptions & { session?: string },
+    internal: Pick<InternalRunOptions, "resumeHint" | "onOutput" | "depth" | "taskId" | "trace">,
+  ): Promise<RunResult> {
     const state = this.vault.peek(continuation);
     if (options.code !== undefined && codeDigest(options.code) !== state.code_digest) {
-      throw new ContinuationError("program_changed", "the program is not the one that was interrupted: a resumed run replays the same program (send it unchanged, or leave code out); a changed program must be run anew");
+      throw new ContinuationError(
+        "program_changed",
+        "the program is not the one that was interrupted: a resumed run replays the same program (send it unchanged, or leave code out); a changed program must be run anew",
+      );
     }
     if (options.session !== undefined && options.session !== state.session) {
       throw new ContinuationError("session_mismatch", `this continuation belongs to session "${state.session}", not "${options.session}"; leave session out when resuming`);
@@ -352,21 +360,24 @@ export class Codemode {
         globals: options.globals ?? {},
         ...(options.resume ? { resume: options.resume } : {}),
       },
-    ).catch((error: unknown) => {
-      traced?.fail(error);
-      throw error;
-    }).finally(() => {
-      this.tasks.endRun(runId);
-      if (filtered) this.taskFilters.delete(options.taskId!);
-    });
+    )
+      .catch((error: unknown) => {
+        traced?.fail(error);
+        throw error;
+      })
+      .finally(() => {
+        this.tasks.endRun(runId);
+        if (filtered) this.taskFilters.delete(options.taskId!);
+      });
     if (before && stored) {
       if (result.structuredContent.status === "interrupted") stored = false;
-      else for (const key of new Set([...before.keys(), ...store.keys()])) {
-        const json = store.get(key);
-        if (json === before.get(key)) continue;
-        if (json === undefined) sessionStore.delete(key);
-        else sessionStore.set(key, json);
-      }
+      else
+        for (const key of new Set([...before.keys(), ...store.keys()])) {
+          const json = store.get(key);
+          if (json === before.get(key)) continue;
+          if (json === undefined) sessionStore.delete(key);
+          else sessionStore.set(key, json);
+        }
     }
     if (stored && !options.ephemeralSession) {
       // The program ran and its calls took effect: a failed save is reported, not thrown.
@@ -387,17 +398,33 @@ export class Codemode {
   async callTool(name: string, input: unknown = {}, options: { signal?: AbortSignal; progress?: (message: string) => void; askApproval?: RunOptions["askApproval"] } = {}): Promise<ToolCallResult> {
     this.assertOpen();
     if (typeof name !== "string") throw new TypeError(`name must be a tool name string, got ${describe(name)}`);
-    if (options.progress !== undefined && typeof options.progress !== "function") throw new TypeError(`options.progress must be a function (message: string) => void, got ${describe(options.progress)}`);
+    if (options.progress !== undefined && typeof options.progress !== "function")
+      throw new TypeError(`options.progress must be a function (message: string) => void, got ${describe(options.progress)}`);
     const tool = this.toolSet.find(name);
     // Content over the budget is cut like run output: head and tail, and the whole text in a spill file.
     const boundOutput = spillingBound(this.spillDir, this.limits.maxSpillBytes);
     if (!tool) {
-      return errorResult(new ToolError("tool_not_found", `no tool named "${name}"; available: ${this.toolList().map((t) => t.id).join(", ")}`), { outputBudget: this.limits.outputBudget, boundOutput });
+      return errorResult(
+        new ToolError(
+          "tool_not_found",
+          `no tool named "${name}"; available: ${this.toolList()
+            .map((t) => t.id)
+            .join(", ")}`,
+        ),
+        { outputBudget: this.limits.outputBudget, boundOutput },
+      );
     }
     try {
       const signal = options.signal ?? new AbortController().signal;
       const result = await invokeTool(tool, input, {
-        ctx: { signal, callId: `direct:${Date.now().toString(36)}`, runId: "direct", depth: 0, ...(options.progress ? { progress: options.progress } : {}), ...(options.askApproval ? { askApproval: options.askApproval } : {}) },
+        ctx: {
+          signal,
+          callId: `direct:${Date.now().toString(36)}`,
+          runId: "direct",
+          depth: 0,
+          ...(options.progress ? { progress: options.progress } : {}),
+          ...(options.askApproval ? { askApproval: options.askApproval } : {}),
+        },
         hooks: this.options.hooks,
         outputBudget: this.limits.outputBudget,
         boundOutput,
@@ -511,7 +538,10 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
   // Workspace tools among the host's never reach the runtime's state nor write its agent files.
   keepRuntimeFilesOut(tools, { hide: dataDir ? [dataDir] : [], protect: agents.searched });
 
-  for (const [key, min, max] of [["idleSessions", 0, 64], ["idleBytes", 0, 16 * 1024 * 1024 * 1024]] as const) {
+  for (const [key, min, max] of [
+    ["idleSessions", 0, 64],
+    ["idleBytes", 0, 16 * 1024 * 1024 * 1024],
+  ] as const) {
     const value = workers[key];
     if (value !== undefined && (!Number.isSafeInteger(value) || value < min || value > max)) {
       throw new RangeError(`options.workers.${key} must be an integer from ${min} to ${max}, got ${describe(value)}`);
@@ -599,7 +629,8 @@ function checkRunOptions(options: RunOptions, where: string): InternalRunOptions
   if (options.session !== undefined && (typeof options.session !== "string" || !SESSION_NAME.test(options.session))) {
     throw new TypeError(`${where}.session must be 1–200 characters of letters, digits, "_", ".", ":", "@" or "-", got ${describe(options.session)}`);
   }
-  if (options.askApproval !== undefined && typeof options.askApproval !== "function") throw new TypeError(`${where}.askApproval must be a function (pending, signal) => Promise<answers | undefined>, got ${describe(options.askApproval)}`);
+  if (options.askApproval !== undefined && typeof options.askApproval !== "function")
+    throw new TypeError(`${where}.askApproval must be a function (pending, signal) => Promise<answers | undefined>, got ${describe(options.askApproval)}`);
   if (options.resultView !== undefined && options.resultView !== "compact" && options.resultView !== "full") {
     throw new TypeError(`${where}.resultView must be "compact" or "full", got ${describe(options.resultView)}`);
   }
@@ -613,7 +644,8 @@ async function openTaskBackend(tasks: CodemodeOptions["tasks"], dataDir: string 
   // The URL may hold a password: the message says what is wrong with it, never what it is.
   if (urlProblem) throw new TypeError(`options.tasks.redis ${urlProblem}`);
   if (tasks.queue !== undefined && queueNameProblem(tasks.queue)) throw new TypeError(`options.tasks.queue ${queueNameProblem(tasks.queue)}, got ${describe(tasks.queue)}`);
-  if (tasks.lockMs !== undefined && (!Number.isSafeInteger(tasks.lockMs) || tasks.lockMs < 1000)) throw new RangeError(`options.tasks.lockMs must be an integer of at least 1000 ms, got ${describe(tasks.lockMs)}`);
+  if (tasks.lockMs !== undefined && (!Number.isSafeInteger(tasks.lockMs) || tasks.lockMs < 1000))
+    throw new RangeError(`options.tasks.lockMs must be an integer of at least 1000 ms, got ${describe(tasks.lockMs)}`);
   // BullMQ, ioredis and the store's thread load only for a runtime that uses them.
   const [{ BullRemoteQueue }, { RedisTaskStore, redisTarget }] = await Promise.all([import("../tasks/redis/queue.js"), import("../tasks/redis/store.js")]);
   const target = redisTarget({ url: tasks.redis, ...(tasks.queue !== undefined ? { queue: tasks.queue } : {}), ...(tasks.lockMs !== undefined ? { lockMs: tasks.lockMs } : {}) });

@@ -96,7 +96,8 @@ export class ContinuationVault {
   constructor(options: VaultOptions = {}) {
     if (options.key !== undefined) {
       const key = typeof options.key === "string" ? Buffer.from(options.key, "utf8") : options.key;
-      if (!Buffer.isBuffer(key) || key.length < 32) throw new TypeError(`options.approvals.key must be a string or Buffer of at least 32 bytes (a random secret), got ${Buffer.isBuffer(key) ? `${key.length} bytes` : typeof options.key}`);
+      if (!Buffer.isBuffer(key) || key.length < 32)
+        throw new TypeError(`options.approvals.key must be a string or Buffer of at least 32 bytes (a random secret), got ${Buffer.isBuffer(key) ? `${key.length} bytes` : typeof options.key}`);
       this.key = Buffer.from(key);
     }
     const ttl = options.ttlMs ?? DEFAULT_CONTINUATION_TTL_MS;
@@ -112,12 +113,18 @@ export class ContinuationVault {
       const payload = deflateRawSync(json).toString("base64url");
       const token = `${PREFIX_SIGNED}${payload}.${this.sign(PREFIX_SIGNED + payload)}`;
       if (token.length > MAX_SIGNED_BYTES) {
-        throw new ContinuationError("too_large", `the run's state (${token.length} bytes signed) is more than a signed continuation may carry (${MAX_SIGNED_BYTES}); the results the program received before the approval are too large — configure no signing key so the state is kept in the data dir`);
+        throw new ContinuationError(
+          "too_large",
+          `the run's state (${token.length} bytes signed) is more than a signed continuation may carry (${MAX_SIGNED_BYTES}); the results the program received before the approval are too large — configure no signing key so the state is kept in the data dir`,
+        );
       }
       return token;
     }
     if (Buffer.byteLength(json) > MAX_KEPT_BYTES) {
-      throw new ContinuationError("too_large", `the run's state (${Buffer.byteLength(json)} bytes) is more than a continuation may keep (${MAX_KEPT_BYTES}); the results the program received before the approval are too large`);
+      throw new ContinuationError(
+        "too_large",
+        `the run's state (${Buffer.byteLength(json)} bytes) is more than a continuation may keep (${MAX_KEPT_BYTES}); the results the program received before the approval are too large`,
+      );
     }
     if (this.dir) {
       const dir = ensurePrivateDir(this.dir);
@@ -159,7 +166,8 @@ export class ContinuationVault {
         if (error instanceof UnsafeFileError) throw new ContinuationError("tampered", `this continuation's state in the data dir was replaced (${error.message}); run the program again`);
         throw error;
       }
-      if (json === undefined) throw new ContinuationError("unknown", "this continuation is unknown here: it was never issued by this runtime (or its data dir), or its state was removed; run the program again");
+      if (json === undefined)
+        throw new ContinuationError("unknown", "this continuation is unknown here: it was never issued by this runtime (or its data dir), or its state was removed; run the program again");
       try {
         state = JSON.parse(json) as SuspendedRun;
       } catch {
@@ -172,7 +180,10 @@ export class ContinuationVault {
     if (state?.v !== 1 || typeof state.id !== "string" || !ID.test(state.id)) throw tampered();
     if (this.wasUsed(state.id)) throw usedError();
     if (!(now <= state.expires_at)) {
-      throw new ContinuationError("expired", `this continuation expired at ${new Date(state.expires_at).toISOString()} (continuations stay usable ${Math.round(this.ttlMs / 60000)} minutes); run the program again`);
+      throw new ContinuationError(
+        "expired",
+        `this continuation expired at ${new Date(state.expires_at).toISOString()} (continuations stay usable ${Math.round(this.ttlMs / 60000)} minutes); run the program again`,
+      );
     }
     return state;
   }

@@ -197,8 +197,8 @@ const MISSING_GLOBALS: Record<string, string> = {
   global: "there is no global here: use globalThis",
   Deno: `this is not Deno: ${NO_MODULES}`,
   Bun: `this is not Bun: ${NO_MODULES}`,
-  print: 'print() does not exist: text(value) is what reaches you (console.log only goes to logs)',
-  echo: 'echo() does not exist: text(value) is what reaches you',
+  print: "print() does not exist: text(value) is what reaches you (console.log only goes to logs)",
+  echo: "echo() does not exist: text(value) is what reaches you",
   alert: "alert() does not exist: text(value) is what reaches you",
   structuredClone: "structuredClone does not exist here: copy with JSON.parse(JSON.stringify(value))",
   TextEncoder: "TextEncoder does not exist here: work with strings",
@@ -212,14 +212,43 @@ const MISSING_GLOBALS: Record<string, string> = {
 };
 
 /** The sandbox's own globals, for "did you mean" among names a program can use. */
-const SANDBOX_GLOBALS = ["tools", "text", "console", "store", "load", "sleep", "setTimeout", "clearTimeout", "budget", "JSON", "Math", "Object", "Array", "Promise", "String", "Number", "Boolean", "Date", "Map", "Set", "RegExp", "Error", "Symbol", "BigInt", "globalThis"];
+const SANDBOX_GLOBALS = [
+  "tools",
+  "text",
+  "console",
+  "store",
+  "load",
+  "sleep",
+  "setTimeout",
+  "clearTimeout",
+  "budget",
+  "JSON",
+  "Math",
+  "Object",
+  "Array",
+  "Promise",
+  "String",
+  "Number",
+  "Boolean",
+  "Date",
+  "Map",
+  "Set",
+  "RegExp",
+  "Error",
+  "Symbol",
+  "BigInt",
+  "globalThis",
+];
 
 const TYPE_NAMES = new Set(["string", "number", "boolean", "any", "unknown", "never", "object", "void", "undefined", "bigint", "symbol"]);
 
 function toolList(tools: ReadonlyMap<string, Tool>): string {
   const paths = [...tools.keys()];
   if (paths.length === 0) return "no tools are bound";
-  return `bound here: ${paths.slice(0, 12).map((path) => `tools.${path}`).join(", ")}${paths.length > 12 ? ", …" : ""}`;
+  return `bound here: ${paths
+    .slice(0, 12)
+    .map((path) => `tools.${path}`)
+    .join(", ")}${paths.length > 12 ? ", …" : ""}`;
 }
 
 // ---- syntax errors -----------------------------------------------------------------------------
@@ -236,7 +265,10 @@ async function syntax(input: DiagnoseInput): Promise<Diagnosis> {
     const what = moduleSyntax.kind === "import" ? "import" : "export";
     return {
       message: `${what} is not available: ${NO_MODULES}`,
-      hint: moduleSyntax.kind === "import" ? `drop the import; call host capabilities as tools.<name>(args) (${toolList(input.tools)})` : "drop the export; end the program with return value to hand back a result",
+      hint:
+        moduleSyntax.kind === "import"
+          ? `drop the import; call host capabilities as tools.<name>(args) (${toolList(input.tools)})`
+          : "drop the export; end the program with return value to hand back a result",
       ...pos,
     };
   }
@@ -273,7 +305,8 @@ async function syntax(input: DiagnoseInput): Promise<Diagnosis> {
         ...(pos ?? {}),
       };
     }
-    if (/Unterminated (string|template)/i.test(message)) return { hint: `${message.toLowerCase()}: close it on the same line (or use a template literal \`…\` for text over several lines)`, ...(pos ?? {}) };
+    if (/Unterminated (string|template)/i.test(message))
+      return { hint: `${message.toLowerCase()}: close it on the same line (or use a template literal \`…\` for text over several lines)`, ...(pos ?? {}) };
     // "Unexpected token" says no more than QuickJS did; the code frame shows where.
     if (message !== "" && message !== "Unexpected token" && pos) return { hint: `the parser reads it as: ${message}`, ...pos };
   }
@@ -436,7 +469,9 @@ function referenceError(input: DiagnoseInput, name: string): Diagnosis {
   const candidates = [...new Set([...declared, ...SANDBOX_GLOBALS])];
   const closest = closestNames(name, candidates, 1)[0];
   if (closest !== undefined && isCloseName(name, closest)) return { hint: `${name} is not defined: did you mean ${closest}?` };
-  return { hint: `${name} is not defined: declare it (const ${name} = …) before this line; the sandbox's own globals are tools, text, console, store, load, sleep, setTimeout, clearTimeout and budget` };
+  return {
+    hint: `${name} is not defined: declare it (const ${name} = …) before this line; the sandbox's own globals are tools, text, console, store, load, sleep, setTimeout, clearTimeout and budget`,
+  };
 }
 
 /** A misspelling of a built-in name: the same letters swapped ("lenght"), or one letter off. */
@@ -476,7 +511,47 @@ interface Origin {
 }
 
 /** Properties of built-in values a misspelling most often aims at. */
-const COMMON_PROPERTIES = ["length", "size", "name", "message", "keys", "values", "entries", "toString", "prototype", "constructor", "push", "map", "filter", "forEach", "reduce", "join", "split", "trim", "slice", "includes", "indexOf", "replace", "toUpperCase", "toLowerCase", "startsWith", "endsWith", "padStart", "padEnd", "toFixed", "sort", "concat", "find", "some", "every", "flat", "flatMap", "then", "catch", "finally"];
+const COMMON_PROPERTIES = [
+  "length",
+  "size",
+  "name",
+  "message",
+  "keys",
+  "values",
+  "entries",
+  "toString",
+  "prototype",
+  "constructor",
+  "push",
+  "map",
+  "filter",
+  "forEach",
+  "reduce",
+  "join",
+  "split",
+  "trim",
+  "slice",
+  "includes",
+  "indexOf",
+  "replace",
+  "toUpperCase",
+  "toLowerCase",
+  "startsWith",
+  "endsWith",
+  "padStart",
+  "padEnd",
+  "toFixed",
+  "sort",
+  "concat",
+  "find",
+  "some",
+  "every",
+  "flat",
+  "flatMap",
+  "then",
+  "catch",
+  "finally",
+];
 
 /** Array methods whose result has the array's shape, and those that give one of its items. */
 const SAME_ARRAY = new Set(["filter", "sort", "toSorted", "slice", "reverse", "toReversed", "concat"]);
@@ -510,7 +585,9 @@ class Analysis {
     let root = node;
     while (root.type === "MemberExpression") root = root.object;
     if (root.type !== "Identifier") return undefined;
-    const declarator = this.parsed.nodes.find((candidate) => candidate.type === "VariableDeclarator" && candidate.id.type === "Identifier" && candidate.id.name === root.name && candidate.start < root.start);
+    const declarator = this.parsed.nodes.find(
+      (candidate) => candidate.type === "VariableDeclarator" && candidate.id.type === "Identifier" && candidate.id.name === root.name && candidate.start < root.start,
+    );
     const init = declarator?.init as N | undefined;
     if (init?.type !== "CallExpression" || init.callee.type !== "Identifier") return undefined;
     const name = init.callee.name as string;
@@ -657,8 +734,10 @@ class Analysis {
   private describe(origin: Origin): { descriptor: ToolDescriptor; view: ResultView } {
     const descriptor = describeTool(this.input.tools.get(origin.tool)!);
     const args = origin.call.arguments?.[0];
-    const full = args?.type === "ObjectExpression" && (args.properties as N[]).some((p) => p.type === "Property" && (p.key.name === "result_view" || p.key.value === "result_view") && p.value.type === "Literal" && p.value.value === "full");
-    return { descriptor, view: full ? "full" : this.input.resultView ?? "compact" };
+    const full =
+      args?.type === "ObjectExpression" &&
+      (args.properties as N[]).some((p) => p.type === "Property" && (p.key.name === "result_view" || p.key.value === "result_view") && p.value.type === "Literal" && p.value.value === "full");
+    return { descriptor, view: full ? "full" : (this.input.resultView ?? "compact") };
   }
 
   private schemaOf(descriptor: ToolDescriptor, view: ResultView): Record<string, unknown> | undefined {
@@ -698,7 +777,9 @@ class Analysis {
   /** "cannot read property 'x' of undefined": which part of the path was missing, and why. */
   missingValue(offset: number, isNull: boolean): Diagnosis {
     // The access that failed is the one whose "." or "[" is at the error's column.
-    const member = this.around(offset, (node) => node.type === "MemberExpression" && node.object.end <= offset && node.property.start > offset)[0] ?? this.around(offset, (node) => node.type === "MemberExpression")[0];
+    const member =
+      this.around(offset, (node) => node.type === "MemberExpression" && node.object.end <= offset && node.property.start > offset)[0] ??
+      this.around(offset, (node) => node.type === "MemberExpression")[0];
     if (!member) return {};
     const object = member.object as N;
     const origin = this.origin(object);
@@ -746,7 +827,8 @@ class Analysis {
         }
         const keys = keysAt(this.schemaOf(descriptor, view), segments.slice(0, verdict.missingSegment));
         const closest = keys.length > 0 ? closestNames(String(missing), keys, 1)[0] : undefined;
-        const fix = closest !== undefined && isCloseName(String(missing), closest) ? `did you mean .${closest}?` : keys.length > 0 ? `its keys are ${keys.join(", ")}` : "its schema does not declare it";
+        const fix =
+          closest !== undefined && isCloseName(String(missing), closest) ? `did you mean .${closest}?` : keys.length > 0 ? `its keys are ${keys.join(", ")}` : "its schema does not declare it";
         return { hint: `${before} in the result of tools.${origin.tool} has no ${JSON.stringify(String(missing))}: ${fix}` };
       }
       default: {
@@ -761,12 +843,20 @@ class Analysis {
   }
 
   notIterable(offset: number): Diagnosis {
-    const iterates = (node: N): boolean => node.type === "ForOfStatement" || (node.type === "VariableDeclarator" && node.id.type === "ArrayPattern") || node.type === "SpreadElement" || node.type === "CallExpression" || node.type === "NewExpression";
+    const iterates = (node: N): boolean =>
+      node.type === "ForOfStatement" ||
+      (node.type === "VariableDeclarator" && node.id.type === "ArrayPattern") ||
+      node.type === "SpreadElement" ||
+      node.type === "CallExpression" ||
+      node.type === "NewExpression";
     // QuickJS points at the iterated value, or at the start of a destructuring declaration.
     const line = this.lines.position(offset).line;
-    const holder = this.around(offset, iterates)[0] ?? this.parsed.nodes.find((node) => iterates(node) && node.type !== "CallExpression" && node.type !== "NewExpression" && this.lines.position(node.start).line === line);
+    const holder =
+      this.around(offset, iterates)[0] ??
+      this.parsed.nodes.find((node) => iterates(node) && node.type !== "CallExpression" && node.type !== "NewExpression" && this.lines.position(node.start).line === line);
     if (!holder) return {};
-    const iterated: N | undefined = holder.type === "ForOfStatement" ? holder.right : holder.type === "VariableDeclarator" ? holder.init : holder.type === "SpreadElement" ? holder.argument : holder.arguments?.[0];
+    const iterated: N | undefined =
+      holder.type === "ForOfStatement" ? holder.right : holder.type === "VariableDeclarator" ? holder.init : holder.type === "SpreadElement" ? holder.argument : holder.arguments?.[0];
     return this.objectNotArray(iterated, holder.type === "ForOfStatement" ? (holder.await ? "for await" : "for…of") : "iterate");
   }
 
@@ -802,7 +892,13 @@ class Analysis {
     const path = this.toolPathOf(callee);
     if (path !== undefined && !this.input.tools.has(path)) {
       const inside = [...this.input.tools.keys()].filter((candidate) => candidate.startsWith(`${path}.`));
-      if (inside.length > 0) return { hint: `tools.${path} is a namespace of tools, not a tool: call one of ${inside.slice(0, 8).map((p) => `tools.${p}`).join(", ")}` };
+      if (inside.length > 0)
+        return {
+          hint: `tools.${path} is a namespace of tools, not a tool: call one of ${inside
+            .slice(0, 8)
+            .map((p) => `tools.${p}`)
+            .join(", ")}`,
+        };
     }
     if (callee.type !== "MemberExpression") return {};
     const method = this.segment(callee);
@@ -860,7 +956,8 @@ function statuses(input: DiagnoseInput): string {
 function stalled(input: DiagnoseInput): Diagnosis {
   const stall = input.error.stall;
   if (!stall) {
-    if (/nothing can settle/.test(input.error.message)) return { hint: "an await is waiting on a promise that nothing resolves (a new Promise whose resolve is never called?): resolve it, or await the tool call itself" };
+    if (/nothing can settle/.test(input.error.message))
+      return { hint: "an await is waiting on a promise that nothing resolves (a new Promise whose resolve is never called?): resolve it, or await the tool call itself" };
     return {};
   }
   const deadline = `its ${input.timeoutMs} ms deadline`;
@@ -881,7 +978,12 @@ function stalled(input: DiagnoseInput): Diagnosis {
           : "poll with await sleep(ms) between calls and stop before the deadline (budget().ms_left), or return what you have and check again in a later run",
     };
   }
-  const waiting = [stall.pendingCalls > 0 ? `${stall.pendingCalls} tool call${stall.pendingCalls === 1 ? "" : "s"}` : "", stall.pendingTimers > 0 ? `${stall.pendingTimers} timer${stall.pendingTimers === 1 ? "" : "s"} or sleep` : ""].filter(Boolean).join(" and ");
+  const waiting = [
+    stall.pendingCalls > 0 ? `${stall.pendingCalls} tool call${stall.pendingCalls === 1 ? "" : "s"}` : "",
+    stall.pendingTimers > 0 ? `${stall.pendingTimers} timer${stall.pendingTimers === 1 ? "" : "s"} or sleep` : "",
+  ]
+    .filter(Boolean)
+    .join(" and ");
   return {
     message: `the program ran past ${deadline} while waiting${waiting ? ` for ${waiting}` : ""}`,
     hint: "stop before the deadline (check budget().ms_left), wait less, or pass a larger timeout",
@@ -979,7 +1081,8 @@ export async function floatingCalls(code: string, tools: ReadonlyMap<string, Too
   const asyncNames = new Set<string>();
   for (const node of parsed.nodes) {
     if (node.type === "FunctionDeclaration" && node.async && node.id) asyncNames.add(node.id.name as string);
-    if (node.type === "VariableDeclarator" && node.id.type === "Identifier" && (node.init?.type === "ArrowFunctionExpression" || node.init?.type === "FunctionExpression") && node.init.async) asyncNames.add(node.id.name as string);
+    if (node.type === "VariableDeclarator" && node.id.type === "Identifier" && (node.init?.type === "ArrowFunctionExpression" || node.init?.type === "FunctionExpression") && node.init.async)
+      asyncNames.add(node.id.name as string);
   }
   const out: Floating[] = [];
   const member = (call: N): string | undefined => (call.callee.type === "MemberExpression" && !call.callee.computed ? (call.callee.property.name as string) : undefined);
@@ -994,7 +1097,12 @@ export async function floatingCalls(code: string, tools: ReadonlyMap<string, Too
     else if (call.callee.type === "Identifier" && asyncNames.has(call.callee.name as string)) out.push({ callee: call.callee.name as string, kind: "async", ...position });
     else if (member(call) === "forEach" && (call.arguments[0]?.type === "ArrowFunctionExpression" || call.arguments[0]?.type === "FunctionExpression") && call.arguments[0].async) {
       out.push({ callee: `${code.slice(call.callee.start, call.callee.end)}`, kind: "forEach", ...position });
-    } else if (call.callee.type === "MemberExpression" && call.callee.object.type === "Identifier" && call.callee.object.name === "Promise" && ["all", "allSettled", "race", "any"].includes(member(call) ?? "")) {
+    } else if (
+      call.callee.type === "MemberExpression" &&
+      call.callee.object.type === "Identifier" &&
+      call.callee.object.name === "Promise" &&
+      ["all", "allSettled", "race", "any"].includes(member(call) ?? "")
+    ) {
       out.push({ callee: `Promise.${member(call)}`, kind: "combinator", ...position });
     }
   }

@@ -34,7 +34,11 @@ export interface RunCodeHost extends ProgramHost<RunCodeOptions, RunResult> {
 
 const answer = z.union([
   z.enum(["allow", "deny"]),
-  z.object({ decision: z.enum(["allow", "deny"]), remember: z.boolean().optional().describe("Also allow (or deny) the same call for the rest of the session"), reason: z.string().max(500).optional() }),
+  z.object({
+    decision: z.enum(["allow", "deny"]),
+    remember: z.boolean().optional().describe("Also allow (or deny) the same call for the rest of the session"),
+    reason: z.string().max(500).optional(),
+  }),
 ]);
 
 /** How an interrupted run's content tells a model to resume through this tool; the continuation is in the text, since a model reads only content. */
@@ -72,8 +76,12 @@ export function runCodeTool(cm: RunCodeHost, declarations: string): Tool {
       const onOutput = ctx.progress ? outputProgress(ctx.progress) : undefined;
       const ask = ctx.askApproval;
       if (input.resume === undefined) {
-        if (input.approvals !== undefined) throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input "approvals" answers an interrupted run: give it together with "resume"`, { reason: "schema_invalid" });
-        if (input.code === undefined) throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input needs "code" (the program), or "resume" (a continuation) to continue an interrupted run`, { reason: "schema_invalid" });
+        if (input.approvals !== undefined)
+          throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input "approvals" answers an interrupted run: give it together with "resume"`, { reason: "schema_invalid" });
+        if (input.code === undefined)
+          throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input needs "code" (the program), or "resume" (a continuation) to continue an interrupted run`, {
+            reason: "schema_invalid",
+          });
       } else if (input.timeout_ms !== undefined) {
         throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input "timeout_ms" cannot change on resume: a resumed run keeps the limits it started with`, { reason: "schema_invalid" });
       }
@@ -82,7 +90,13 @@ export function runCodeTool(cm: RunCodeHost, declarations: string): Tool {
         try {
           result = await cm.resumeInternal(
             input.resume,
-            { ...(input.approvals ? { approvals: input.approvals as Record<string, ApprovalAnswerInput> } : {}), ...(input.code !== undefined ? { code: input.code } : {}), ...(input.session !== undefined ? { session: input.session } : {}), signal: ctx.signal, ...(ask ? { askApproval: ask } : {}) },
+            {
+              ...(input.approvals ? { approvals: input.approvals as Record<string, ApprovalAnswerInput> } : {}),
+              ...(input.code !== undefined ? { code: input.code } : {}),
+              ...(input.session !== undefined ? { session: input.session } : {}),
+              signal: ctx.signal,
+              ...(ask ? { askApproval: ask } : {}),
+            },
             { resumeHint: toolResumeHint, depth: ctx.depth, ...(ctx.taskId ? { taskId: ctx.taskId } : {}), ...(onOutput ? { onOutput } : {}), ...(ctx.trace ? { trace: ctx.trace } : {}) },
           );
         } catch (error) {
@@ -91,7 +105,17 @@ export function runCodeTool(cm: RunCodeHost, declarations: string): Tool {
           throw error;
         }
       } else {
-        result = await cm.runInternal(input.code!, { timeoutMs: input.timeout_ms, session: input.session, signal: ctx.signal, depth: ctx.depth, taskId: ctx.taskId, resumeHint: toolResumeHint, ...(ask ? { askApproval: ask } : {}), ...(onOutput ? { onOutput } : {}), ...(ctx.trace ? { trace: ctx.trace } : {}) });
+        result = await cm.runInternal(input.code!, {
+          timeoutMs: input.timeout_ms,
+          session: input.session,
+          signal: ctx.signal,
+          depth: ctx.depth,
+          taskId: ctx.taskId,
+          resumeHint: toolResumeHint,
+          ...(ask ? { askApproval: ask } : {}),
+          ...(onOutput ? { onOutput } : {}),
+          ...(ctx.trace ? { trace: ctx.trace } : {}),
+        });
       }
       // A program that failed is an error result for the model, though the tool itself worked.
       return toolResult(result.structuredContent, { modelOutput: result.content.map((block) => block.text).join("\n"), details: result.details, isError: result.structuredContent.status === "error" });

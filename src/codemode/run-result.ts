@@ -192,7 +192,12 @@ function receipt(calls: CallRecord[], callCount: number): string {
 }
 
 /** An interrupted run (docs/approvals.md): what waits for whom, the continuation, and the receipt so far. */
-export function buildInterruptedResult(outcome: Pick<RunOutcome, "runId" | "durationMs" | "calls" | "callCount" | "callsOmitted" | "console" | "warnings" | "source">, pending: PendingApproval[], continuation: string, resumeHint: string): RunResult {
+export function buildInterruptedResult(
+  outcome: Pick<RunOutcome, "runId" | "durationMs" | "calls" | "callCount" | "callsOmitted" | "console" | "warnings" | "source">,
+  pending: PendingApproval[],
+  continuation: string,
+  resumeHint: string,
+): RunResult {
   const structuredContent: RunStructuredContent = { status: "interrupted", pending_approvals: pending, continuation, tool_calls: outcome.callCount, duration_ms: outcome.durationMs };
   const details: RunDetails = { runId: outcome.runId, durationMs: outcome.durationMs, calls: outcome.calls, console: outcome.console, warnings: outcome.warnings.map(wellFormed) };
   if (outcome.callsOmitted > 0) details.callsOmitted = outcome.callsOmitted;

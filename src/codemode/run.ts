@@ -345,7 +345,15 @@ class ProgramRun {
       tool,
       input,
       {
-        ctx: { signal: state.controller.signal, callId: `${runId}:${state.record.id}`, runId, depth: settings.depth, deadline: this.handle.deadline, idempotencyKey: `${this.originRunId}:${state.seq}`, ...(settings.taskId ? { taskId: settings.taskId } : {}) },
+        ctx: {
+          signal: state.controller.signal,
+          callId: `${runId}:${state.record.id}`,
+          runId,
+          depth: settings.depth,
+          deadline: this.handle.deadline,
+          idempotencyKey: `${this.originRunId}:${state.seq}`,
+          ...(settings.taskId ? { taskId: settings.taskId } : {}),
+        },
         ...(this.approvals ? { approval: (request: ApprovalRequest) => this.gate(state, request) } : {}),
       },
       binary && !TASK_TOOLS.has(tool.name),
@@ -580,7 +588,8 @@ class ProgramRun {
     const { replayer } = this;
     if (replayer && !this.diverged && this.liveCalls === 0 && !this.interrupted && !this.settings.signal?.aborted) {
       const missing = replayer.missing();
-      if (missing.length > 0) this.diverged = `the resumed program ended without making call ${missing[0]!.seq} (tools.${missing[0]!.path}) that the run it continues made; a resumed program must take the same path up to the approval (no host call was run)`;
+      if (missing.length > 0)
+        this.diverged = `the resumed program ended without making call ${missing[0]!.seq} (tools.${missing[0]!.path}) that the run it continues made; a resumed program must take the same path up to the approval (no host call was run)`;
     }
     if (this.diverged) {
       this.output.close();
@@ -619,12 +628,7 @@ class ProgramRun {
       return undefined;
     }
     const shown = this.pending.map(({ approval_id, tool, input, digest }) => ({ approval_id, tool, input, digest }));
-    return buildInterruptedResult(
-      { ...this.receipt(), warnings: [...this.done.warnings, ...this.warnings], source: this.source },
-      shown,
-      continuation,
-      approvals!.resumeHint(continuation, shown),
-    );
+    return buildInterruptedResult({ ...this.receipt(), warnings: [...this.done.warnings, ...this.warnings], source: this.source }, shown, continuation, approvals!.resumeHint(continuation, shown));
   }
 
   // ---- step 5: promises the program dropped ---------------------------------------------------
@@ -644,7 +648,9 @@ class ProgramRun {
     }
     for (const site of floating) {
       if (site.kind === "forEach") {
-        warnings.push(`${site.callee}(async …) at line ${site.line} does not wait for its callbacks: their tool calls are cancelled when the program ends and their errors are lost — write for (const item of …) { await … } or await Promise.all(items.map(async (item) => …))`);
+        warnings.push(
+          `${site.callee}(async …) at line ${site.line} does not wait for its callbacks: their tool calls are cancelled when the program ends and their errors are lost — write for (const item of …) { await … } or await Promise.all(items.map(async (item) => …))`,
+        );
         continue;
       }
       if (site.kind === "combinator") {
@@ -652,7 +658,9 @@ class ProgramRun {
         continue;
       }
       if (site.kind === "async") {
-        warnings.push(`${site.callee}() at line ${site.line} calls an async function without await, so the program does not wait for it: its errors are lost and its tool calls are cancelled when the program ends — write await ${site.callee}()`);
+        warnings.push(
+          `${site.callee}() at line ${site.line} calls an async function without await, so the program does not wait for it: its errors are lost and its tool calls are cancelled when the program ends — write await ${site.callee}()`,
+        );
         continue;
       }
       const path = site.callee.slice("tools.".length);

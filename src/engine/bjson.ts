@@ -555,7 +555,8 @@ return true;`;
     });
     const catchall = def.catchall as zc.$ZodType | undefined;
     // Unknown keys: a loose object's catchall encodes them; strip and strict objects never hold any.
-    const otherwise = catchall && defOf(catchall).type !== "never" ? `{ const x = v[key]; if (x === undefined) continue; w.key(key); if (!${this.node(catchall)}(x, d + 1)) return false; count++; }` : `return false;`;
+    const otherwise =
+      catchall && defOf(catchall).type !== "never" ? `{ const x = v[key]; if (x === undefined) continue; w.key(key); if (!${this.node(catchall)}(x, d + 1)) return false; count++; }` : `return false;`;
     return `if (v === null || typeof v !== "object" || isArray(v) || !isPlainRecord(v) || d >= MAX_DEPTH) return false;
 const at = w.open();
 let count = 0, seen = 0;

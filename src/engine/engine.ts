@@ -381,7 +381,8 @@ export class SandboxEngine {
 
   private onMessage(slot: Slot, message: WorkerToHost): void {
     const active = slot.active;
-    if (!active || active.finished || message.type === "ready" || message.type === "layout" || message.type === "fallback" || message.type === "binary" || message.runId !== active.request.runId) return;
+    if (!active || active.finished || message.type === "ready" || message.type === "layout" || message.type === "fallback" || message.type === "binary" || message.runId !== active.request.runId)
+      return;
     switch (message.type) {
       case "call":
         active.callbacks.onCall(message.callId, message.path, message.args);

@@ -173,12 +173,7 @@ export class GuestRun {
   private newGuestError(payload: { name: string; code?: string; reason?: string; message: string; fields?: Record<string, string> }): QuickJSHandle {
     const { context } = this;
     const error = context.newError({ name: payload.name, message: "" });
-    const properties: Array<[string, string | undefined]> = [
-      ["message", payload.message],
-      ["code", payload.code],
-      ["reason", payload.reason],
-      ...Object.entries(payload.fields ?? {}),
-    ];
+    const properties: Array<[string, string | undefined]> = [["message", payload.message], ["code", payload.code], ["reason", payload.reason], ...Object.entries(payload.fields ?? {})];
     for (const [key, value] of properties) {
       if (value !== undefined) this.guestString(value).consume((handle) => context.setProp(error, key, handle));
     }
@@ -382,7 +377,9 @@ export class GuestRun {
     }
     const json = tagged.slice(RESULT_TAG.value.length);
     if (Buffer.byteLength(json) > this.request.limits.maxCrossingBytes) {
-      this.warnings.push(`the return value is ${formatBytes(Buffer.byteLength(json))} of JSON, over the ${formatBytes(this.request.limits.maxCrossingBytes)} limit for one value crossing the sandbox wall; it was dropped`);
+      this.warnings.push(
+        `the return value is ${formatBytes(Buffer.byteLength(json))} of JSON, over the ${formatBytes(this.request.limits.maxCrossingBytes)} limit for one value crossing the sandbox wall; it was dropped`,
+      );
       return { ok: true };
     }
     return { ok: true, valueJson: json };
@@ -649,8 +646,7 @@ export class GuestRun {
 
 /** An error's name and message where they are strings; undefined when even reading them fails (out of memory). */
 function safeDump(context: QuickJSContext, handle: QuickJSHandle): { name?: string; message?: string } | undefined {
-  const read = (key: string): string | undefined =>
-    context.getProp(handle, key).consume((value) => (context.typeof(value) === "string" ? context.getString(value) : undefined));
+  const read = (key: string): string | undefined => context.getProp(handle, key).consume((value) => (context.typeof(value) === "string" ? context.getString(value) : undefined));
   try {
     return { name: read("name"), message: read("message") };
   } catch {

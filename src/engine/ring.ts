@@ -201,7 +201,7 @@ class Lane {
       this.bytes.set(payload, at + FRAME_HEADER);
       length = payload.byteLength;
     }
-    this.data[at >> 2] = (length | (isText ? TEXT_FLAG : 0)) | 0;
+    this.data[at >> 2] = length | (isText ? TEXT_FLAG : 0) | 0;
     this.data[(at >> 2) + 1] = seq | 0;
     // Publishing the head makes the frame visible to the reader (the data writes happen before it).
     Atomics.store(this.words, this.head, (head + skip + FRAME_HEADER + align4(length)) | 0);

@@ -518,9 +518,7 @@ function alignDown(value: number, alignment: number): number {
 
 // ---- start-up ------------------------------------------------------------------------------------
 
-export type SnapshotStart =
-  | { ok: true; layout: MemoryLayout; snapshots: [InstanceSnapshot, InstanceSnapshot]; selfTestMs: number }
-  | { ok: false; reason: string };
+export type SnapshotStart = { ok: true; layout: MemoryLayout; snapshots: [InstanceSnapshot, InstanceSnapshot]; selfTestMs: number } | { ok: false; reason: string };
 
 /** A program that touches what a run can touch: heap, globals, prototypes, Math.random, the stack. */
 const DIRTYING_PROGRAM = `
@@ -547,7 +545,10 @@ export async function startSnapshots(maxPages: number, setup: TemplateSetup, lay
     check(ctx === second.pointers.ctx && first.pointers.rt === second.pointers.rt, "two templates put their runtime or context at different addresses");
     const seedFrom = ctx + layout.contextRandomState;
     const differing = differences(a.memory, b.memory, Math.max(first.currentBrk, second.currentBrk));
-    check(differing.every((at) => at >= seedFrom && at < seedFrom + 8), `two templates differ outside Math.random's state (first at ${differing.find((at) => at < seedFrom || at >= seedFrom + 8)})`);
+    check(
+      differing.every((at) => at >= seedFrom && at < seedFrom + 8),
+      `two templates differ outside Math.random's state (first at ${differing.find((at) => at < seedFrom || at >= seedFrom + 8)})`,
+    );
 
     const vm = first.acquire();
     vm.runtime.setMaxStackSize(1024 * 1024);

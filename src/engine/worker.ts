@@ -299,9 +299,7 @@ async function run(request: RunMessage): Promise<void> {
     return;
   }
   const snapshot = snapshotOf.get(instance);
-  const source: VmSource = snapshot
-    ? { dispatch, open: () => restoredVm(snapshot) }
-    : { dispatch, open: () => freshVm(instance, config.prelude, dispatch, layout) };
+  const source: VmSource = snapshot ? { dispatch, open: () => restoredVm(snapshot) } : { dispatch, open: () => freshVm(instance, config.prelude, dispatch, layout) };
   deliverSettles(); // results of an earlier run that arrived after it ended: dropped
   const guest = new GuestRun(instance, request, config.prelude, abortFlag, postRun, link, source);
   current = guest;

@@ -21,7 +21,12 @@ export function elicitingAsker(server: Server): (pending: PendingApproval[], sig
     });
     const properties: Record<string, { type: "string"; title: string; description: string; enum: string[] }> = {};
     for (const p of pending) {
-      properties[p.approval_id] = { type: "string", title: `tools.${p.tool}`, description: `allow: run it once; deny: refuse it; always: allow it and the same call for the rest of the session`, enum: ["allow", "deny", "always"] };
+      properties[p.approval_id] = {
+        type: "string",
+        title: `tools.${p.tool}`,
+        description: `allow: run it once; deny: refuse it; always: allow it and the same call for the rest of the session`,
+        enum: ["allow", "deny", "always"],
+      };
     }
     let result: Awaited<ReturnType<typeof server.elicitInput>>;
     try {

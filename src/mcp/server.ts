@@ -100,10 +100,7 @@ export function mcpResultOf(result: ToolCallResult, dropErrorRecord: boolean): C
 }
 
 export function createMcpServer(cm: Codemode, options: McpServeOptions = {}): Server {
-  const server = new Server(
-    { name: "codemode", version: packageVersion() },
-    { capabilities: { tools: {} }, ...(options.instructions ? { instructions: options.instructions } : {}) },
-  );
+  const server = new Server({ name: "codemode", version: packageVersion() }, { capabilities: { tools: {} }, ...(options.instructions ? { instructions: options.instructions } : {}) });
   // The tool set is fixed for the runtime's life: describe it once, not on every call.
   const tools: McpTool[] = cm
     .toolList()

@@ -206,7 +206,13 @@ function expand(text: string, field: string, env: NodeJS.ProcessEnv, secrets: Ma
 }
 
 function withDeadline(promise: Promise<unknown>, ms: number): Promise<void> {
-  return Promise.race([promise.then(() => undefined, () => undefined), new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
+  return Promise.race([
+    promise.then(
+      () => undefined,
+      () => undefined,
+    ),
+    new Promise<void>((resolve) => setTimeout(resolve, ms).unref()),
+  ]);
 }
 
 const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
@@ -327,7 +333,9 @@ async function connectOne(name: string, config: McpServerConfig, limits: Limits)
         result = await client.listTools(cursor ? { cursor } : {}, { timeout: remaining() });
       } catch (error) {
         if (page === 1) throw error;
-        warnings.push(`MCP server "${name}": listing its tools stopped at page ${page} (${(error as Error)?.message ?? String(error)}); the ${listed.length} tools of the first ${page - 1} pages are bound`);
+        warnings.push(
+          `MCP server "${name}": listing its tools stopped at page ${page} (${(error as Error)?.message ?? String(error)}); the ${listed.length} tools of the first ${page - 1} pages are bound`,
+        );
         break;
       }
       listed.push(...result.tools.slice(0, limits.maxTools - listed.length));
@@ -423,11 +431,9 @@ function upstreamTool(server: string, client: Client, state: ServerState, spec: 
   const call = async (args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult> => {
     const stopped = (): ToolError => {
       const tail = state.stderrTail();
-      return new ToolError(
-        "tool_failed",
-        `MCP server "${server}" has stopped, so "${spec.name}" cannot run; restart codemode to start it again${tail ? `. Its stderr ends with: ${tail}` : ""}`,
-        { reason: "upstream_unavailable" },
-      );
+      return new ToolError("tool_failed", `MCP server "${server}" has stopped, so "${spec.name}" cannot run; restart codemode to start it again${tail ? `. Its stderr ends with: ${tail}` : ""}`, {
+        reason: "upstream_unavailable",
+      });
     };
     if (state.closed) throw stopped();
     let result: CallToolResult;

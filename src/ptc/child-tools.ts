@@ -28,7 +28,10 @@ export function toolListed(names: ReadonlySet<string>, tool: Tool): boolean {
 
 /** OpenAI function names are `[A-Za-z0-9_-]{1,64}`: the path with "__" for each ".". */
 function functionName(path: string, taken: Set<string>): string {
-  const base = path.replace(/\./g, "__").replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 60);
+  const base = path
+    .replace(/\./g, "__")
+    .replace(/[^A-Za-z0-9_-]/g, "_")
+    .slice(0, 60);
   let name = base;
   for (let n = 2; taken.has(name); n++) name = `${base}_${n}`;
   taken.add(name);

@@ -5,18 +5,7 @@ import { headChars, summaryLine, takeTail } from "../text.js";
 import { z } from "zod";
 import { defineTool, pinnedText, ToolError, type PinnedText, type Tool, type ToolContext } from "../tools/index.js";
 import { isTerminal, TaskError, TaskHost, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type TaskRecord, type TaskStatus } from "../tasks/index.js";
-import {
-  detailRecord,
-  readOnlyTierSchema,
-  reportChannelSchema,
-  reportSchema,
-  statusSchema,
-  taskRecordSchema,
-  toSnake,
-  usageLine,
-  usageSchema,
-  type SnakeRecord,
-} from "./records.js";
+import { detailRecord, readOnlyTierSchema, reportChannelSchema, reportSchema, statusSchema, taskRecordSchema, toSnake, usageLine, usageSchema, type SnakeRecord } from "./records.js";
 
 export { toSnake, usageLine, taskRecordSchema, type SnakeRecord } from "./records.js";
 
@@ -134,7 +123,11 @@ export function ptcSubagentTool(host: TaskHost): Tool {
     description: `Spawn a subagent on a task. Foreground (default) waits and returns its result; background: true returns a task_id at once (status running or queued); wait for it with ptc_task_wait. A failed foreground child rejects with its task id.${agentList(host)}`,
     input: z.object({
       agent: z.string().min(1).describe("Agent name"),
-      task: z.string().min(1).refine((text) => text.trim().length > 0, "must contain text, not only whitespace").describe("What the subagent should do"),
+      task: z
+        .string()
+        .min(1)
+        .refine((text) => text.trim().length > 0, "must contain text, not only whitespace")
+        .describe("What the subagent should do"),
       background: z.boolean().optional(),
       label: z.string().optional().describe("Short label for task lists"),
       model: z.string().optional(),
@@ -327,10 +320,7 @@ export function ptcTaskStopTool(host: TaskHost): Tool {
         };
       }),
     toModelOutput: (r: Out) =>
-      pinnedText(
-        [`Stopped task ${r.task_id} (agent ${r.task.agent}): ${r.from_status} → ${r.status}`, usageLine(r.task.usage)].join("\n"),
-        r.stop_reason ? `stop reason: ${r.stop_reason}` : "",
-      ),
+      pinnedText([`Stopped task ${r.task_id} (agent ${r.task.agent}): ${r.from_status} → ${r.status}`, usageLine(r.task.usage)].join("\n"), r.stop_reason ? `stop reason: ${r.stop_reason}` : ""),
     toDetails: (r: Out) => ({ task: detailRecord(host, host.get(r.task_id)!), fromStatus: r.from_status }),
   });
 }
@@ -400,7 +390,10 @@ export function ptcTaskWaitTool(host: TaskHost): Tool {
         const tasks = records.map((r) => listRow(toSnake(r)));
         const pending = tasks.filter((t) => !isTerminal(t.status)).map((t) => t.id);
         if (outcome === "aborted") {
-          throw new ToolError("tool_aborted", `ptc_task_wait was cancelled after ${Date.now() - started} ms, with ${pending.length} of ${tasks.length} tasks pending (the program ended or was stopped)`);
+          throw new ToolError(
+            "tool_aborted",
+            `ptc_task_wait was cancelled after ${Date.now() - started} ms, with ${pending.length} of ${tasks.length} tasks pending (the program ended or was stopped)`,
+          );
         }
         const out: Out = { tasks, done: tasks.filter((t) => isTerminal(t.status)).map((t) => t.id), pending, timed_out: outcome === "timed_out", waited_ms: Date.now() - started };
         if (out.timed_out) out.ended_by = endedBy;

@@ -94,7 +94,12 @@ export function toSnake(r: TaskRecord): SnakeRecord {
   if (r.report !== undefined) out.report = structuredClone(r.report);
   if (r.worker !== undefined) out.worker = { ...r.worker };
   if (r.lostAttempts !== undefined) {
-    out.lost_attempts = r.lostAttempts.map((a) => ({ worker: { ...a.worker }, ...(a.startedAt !== undefined ? { started_at: iso(a.startedAt) } : {}), lost_at: iso(a.lostAt), output_bytes: a.outputBytes }));
+    out.lost_attempts = r.lostAttempts.map((a) => ({
+      worker: { ...a.worker },
+      ...(a.startedAt !== undefined ? { started_at: iso(a.startedAt) } : {}),
+      lost_at: iso(a.lostAt),
+      output_bytes: a.outputBytes,
+    }));
   }
   return out;
 }

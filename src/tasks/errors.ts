@@ -40,4 +40,3 @@ export class TaskError extends Error {
 export function invalidArgument(field: string, expected: string, got: unknown): TaskError {
   return new TaskError("invalid_argument", `"${field}" must be ${expected}, got ${describeReceived(got)}`);
 }
-

@@ -23,18 +23,7 @@ import { functionDriver } from "./drivers/function.js";
 import { openaiDriver } from "./drivers/openai.js";
 import { scriptDriver, type ScriptRunner } from "./drivers/script.js";
 import type { ChildToolProvider, Driver, DriverResult } from "./drivers/types.js";
-import {
-  addCost,
-  addTokens,
-  boundedMessage,
-  costReading,
-  EVENT_MESSAGE_BYTES,
-  pricedCost,
-  RECORD_MESSAGE_BYTES,
-  REPORT_BYTES,
-  reportBytes,
-  tokenReading,
-} from "./ingest.js";
+import { addCost, addTokens, boundedMessage, costReading, EVENT_MESSAGE_BYTES, pricedCost, RECORD_MESSAGE_BYTES, REPORT_BYTES, reportBytes, tokenReading } from "./ingest.js";
 import { chooseReport, finishOutcome } from "./finish.js";
 import { hasFinalOutput, OutputSpill, outputTail, readOutputPage, type OutputPage } from "./output.js";
 import { currentOwner, sameOwner } from "./owner.js";
@@ -445,7 +434,14 @@ export class TaskHost {
       this.warn(`could not note the retry of task ${rec.id} in its output: ${messageOf(err)}`);
     }
     this.remote!.enqueue(queued).catch((err: unknown) => {
-      const lost: TaskRecord = { ...queued, status: "lost", lostReason: "worker_lost", endedAt: Date.now(), outputBytes: this.store.outputSize(rec.id), errorMessage: `the worker ${w.id} on ${w.host} (pid ${w.pid}) stopped answering while the task was running, and the queue refused attempt ${next} (${messageOf(err)}); spawn the task again` };
+      const lost: TaskRecord = {
+        ...queued,
+        status: "lost",
+        lostReason: "worker_lost",
+        endedAt: Date.now(),
+        outputBytes: this.store.outputSize(rec.id),
+        errorMessage: `the worker ${w.id} on ${w.host} (pid ${w.pid}) stopped answering while the task was running, and the queue refused attempt ${next} (${messageOf(err)}); spawn the task again`,
+      };
       try {
         this.store.replace(lost, { status: "queued", owner: this.owner });
       } catch (e) {
@@ -461,7 +457,7 @@ export class TaskHost {
     const agent = req.workflow ? workflowAgent(req.agent, req.workflow) : this.agents.get(req.agent);
     const parentLive = context.parentTaskId !== undefined ? this.live.get(context.parentTaskId) : undefined;
     const parent = parentLive ? parentLive.record : context.parentTaskId !== undefined ? this.get(context.parentTaskId) : undefined;
-    const callerDepth = parent ? parent.depth : context.depth ?? 0;
+    const callerDepth = parent ? parent.depth : (context.depth ?? 0);
     if (!Number.isSafeInteger(callerDepth) || callerDepth < 0) throw invalidArgument("depth", "a non-negative integer", callerDepth);
     const depth = callerDepth + 1;
     if (depth > this.maxDepth) {
@@ -499,11 +495,7 @@ export class TaskHost {
     // and an openai model acts only through the tools offered to it, so both get only read-only
     // tools. A command is its own process and a function is host code with the host's own
     // authority (file system, network, processes); no wall confines either: "advisory".
-    const readOnlyTier: ReadOnlyTier | undefined = agent.readOnly
-      ? agent.driver === "script" || agent.driver === "openai"
-        ? "enforced"
-        : "advisory"
-      : undefined;
+    const readOnlyTier: ReadOnlyTier | undefined = agent.readOnly ? (agent.driver === "script" || agent.driver === "openai" ? "enforced" : "advisory") : undefined;
     const record: TaskRecord = {
       id: nextId(),
       agent: agent.name,
@@ -571,7 +563,14 @@ export class TaskHost {
     try {
       await this.remote!.enqueue(record, trace);
     } catch (err) {
-      const canceled = { ...record, status: "canceled" as const, endedAt: Date.now(), usage: zeroUsage(), reportChannel: (agent.report ? "none" : "opted-out") as ReportChannel, errorMessage: `could not be queued: ${messageOf(err)}` };
+      const canceled = {
+        ...record,
+        status: "canceled" as const,
+        endedAt: Date.now(),
+        usage: zeroUsage(),
+        reportChannel: (agent.report ? "none" : "opted-out") as ReportChannel,
+        errorMessage: `could not be queued: ${messageOf(err)}`,
+      };
       try {
         this.store.replace(canceled, { status: "queued", owner: this.owner });
       } catch {
@@ -618,7 +617,14 @@ export class TaskHost {
       agent = this.agents.get(rec.agent);
     } catch (err) {
       // This worker lacks the definition: the task fails here rather than waiting for a worker that has it.
-      const failed: TaskRecord = { ...claimed, status: "failed", endedAt: Date.now(), usage: zeroUsage(), reportChannel: "none", errorMessage: boundedMessage(`this worker cannot run it: ${messageOf(err)}`, RECORD_MESSAGE_BYTES) };
+      const failed: TaskRecord = {
+        ...claimed,
+        status: "failed",
+        endedAt: Date.now(),
+        usage: zeroUsage(),
+        reportChannel: "none",
+        errorMessage: boundedMessage(`this worker cannot run it: ${messageOf(err)}`, RECORD_MESSAGE_BYTES),
+      };
       this.store.replace(failed, { status: "queued", owner: rec.owner });
       return this.store.get(id);
     }
@@ -668,7 +674,10 @@ export class TaskHost {
     const spawned = this.runs.get(runId);
     if (spawned) return [...spawned];
     if (taskId === undefined) return undefined;
-    return this.store.children(taskId).filter((c) => c.background).map((c) => c.id);
+    return this.store
+      .children(taskId)
+      .filter((c) => c.background)
+      .map((c) => c.id);
   }
 
   /**
@@ -790,11 +799,7 @@ export class TaskHost {
         record = this.getOrThrow(id);
       }
       if (!isTerminal(record.status)) {
-        throw new TaskError(
-          "task_not_owner",
-          `task ${id} is run by another host (pid ${record.owner.pid}); stop it from that host, or wait until it ends`,
-          id,
-        );
+        throw new TaskError("task_not_owner", `task ${id} is run by another host (pid ${record.owner.pid}); stop it from that host, or wait until it ends`, id);
       }
       assertTransition(id, record.status, "canceled");
       throw new TaskError("task_not_owner", `task ${id} is not run by this host; wait for it to end`, id);
@@ -857,7 +862,11 @@ export class TaskHost {
     let remote: string[] = [];
     if (this.remoteSpawned.size > 0) {
       try {
-        remote = this.store.active().map((r) => r.id).filter((id) => this.remoteSpawned.has(id)).reverse();
+        remote = this.store
+          .active()
+          .map((r) => r.id)
+          .filter((id) => this.remoteSpawned.has(id))
+          .reverse();
       } catch (err) {
         this.warn(`could not stop the tasks this host queued: ${messageOf(err)}`);
       }
@@ -892,7 +901,10 @@ export class TaskHost {
     if (live.controller.signal.aborted) return;
     live.controller.abort(new Error(reason));
     const settleDelay = Math.min(ABANDON_AFTER_KILL_MS, Math.max(50, this.killGraceMs));
-    const abandon = setTimeout(() => this.finish(live, { exitCode: 137, error: "did not stop within the kill grace period" }, live.stopRequested ? "canceled" : undefined), this.killGraceMs + settleDelay);
+    const abandon = setTimeout(
+      () => this.finish(live, { exitCode: 137, error: "did not stop within the kill grace period" }, live.stopRequested ? "canceled" : undefined),
+      this.killGraceMs + settleDelay,
+    );
     abandon.unref();
     void live.done.then(() => clearTimeout(abandon));
   }

@@ -55,10 +55,7 @@ export function confineCwd(requested: string, base: string, roots: readonly stri
 export function checkTaskSize(task: string): void {
   const bytes = Buffer.byteLength(task);
   if (bytes > MAX_TASK_BYTES) {
-    throw new TaskError(
-      "invalid_argument",
-      `"task" is ${formatBytes(bytes)}; a task is at most ${formatBytes(MAX_TASK_BYTES)} — write large inputs to a file and name the file in the task`,
-    );
+    throw new TaskError("invalid_argument", `"task" is ${formatBytes(bytes)}; a task is at most ${formatBytes(MAX_TASK_BYTES)} — write large inputs to a file and name the file in the task`);
   }
 }
 

@@ -104,12 +104,8 @@ export class SqliteTaskStore implements TaskStore {
     this.db = opened.db;
     this.writable = opened.writable;
     this.stmts = {
-      insert: this.db.prepare(
-        "INSERT INTO tasks (id, status, owner_pid, owner_start, owner_host, parent_id, record) VALUES (?, ?, ?, ?, ?, ?, ?)",
-      ),
-      replace: this.db.prepare(
-        "UPDATE tasks SET status = ?, record = ? WHERE id = ? AND status = ? AND owner_pid = ? AND owner_start = ? AND owner_host IS ?",
-      ),
+      insert: this.db.prepare("INSERT INTO tasks (id, status, owner_pid, owner_start, owner_host, parent_id, record) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+      replace: this.db.prepare("UPDATE tasks SET status = ?, record = ? WHERE id = ? AND status = ? AND owner_pid = ? AND owner_start = ? AND owner_host IS ?"),
       get: this.db.prepare(`${ROW} WHERE id = ?`),
       children: this.db.prepare(`${ROW} WHERE parent_id = ? ORDER BY id`),
     };
@@ -142,32 +138,12 @@ export class SqliteTaskStore implements TaskStore {
 
   insert(record: TaskRecord): void {
     this.assertWritable();
-    this.guard(() =>
-      this.stmts.insert.run(
-        record.id,
-        record.status,
-        record.owner.pid,
-        record.owner.startTime,
-        record.owner.hostId ?? null,
-        record.parentId ?? null,
-        JSON.stringify(record),
-      ),
-    );
+    this.guard(() => this.stmts.insert.run(record.id, record.status, record.owner.pid, record.owner.startTime, record.owner.hostId ?? null, record.parentId ?? null, JSON.stringify(record)));
   }
 
   replace(record: TaskRecord, expect: { status: TaskStatus; owner: Owner }): boolean {
     this.assertWritable();
-    const info = this.guard(() =>
-      this.stmts.replace.run(
-        record.status,
-        JSON.stringify(record),
-        record.id,
-        expect.status,
-        expect.owner.pid,
-        expect.owner.startTime,
-        expect.owner.hostId ?? null,
-      ),
-    );
+    const info = this.guard(() => this.stmts.replace.run(record.status, JSON.stringify(record), record.id, expect.status, expect.owner.pid, expect.owner.startTime, expect.owner.hostId ?? null));
     return info.changes === 1;
   }
 
@@ -268,13 +244,9 @@ export class SqliteTaskStore implements TaskStore {
     if (this.writable) {
       try {
         this.db.transaction(() => {
-          this.db.prepare("INSERT INTO quarantine (row_id, id, record, reason, quarantined_at) VALUES (?, ?, ?, ?, ?)").run(
-            row.rowid,
-            typeof row.id === "string" ? row.id : null,
-            typeof row.record === "string" ? row.record : null,
-            problem,
-            Date.now(),
-          );
+          this.db
+            .prepare("INSERT INTO quarantine (row_id, id, record, reason, quarantined_at) VALUES (?, ?, ?, ?, ?)")
+            .run(row.rowid, typeof row.id === "string" ? row.id : null, typeof row.record === "string" ? row.record : null, problem, Date.now());
           this.db.prepare("DELETE FROM tasks WHERE rowid = ?").run(row.rowid);
         })();
         moved = true;
@@ -284,7 +256,7 @@ export class SqliteTaskStore implements TaskStore {
       }
     }
     this.warn(
-      `task database ${this.file}: row ${row.rowid} (id ${id}) is not a valid task record — ${problem}; ${moved ? "it was moved to the table \"quarantine\" of that file and is no longer listed" : "it is skipped"}`,
+      `task database ${this.file}: row ${row.rowid} (id ${id}) is not a valid task record — ${problem}; ${moved ? 'it was moved to the table "quarantine" of that file and is no longer listed' : "it is skipped"}`,
     );
   }
 

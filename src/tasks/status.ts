@@ -27,9 +27,5 @@ export function assertTransition(id: string, from: TaskStatus, to: TaskStatus): 
   } else {
     hint = `from "${from}" it can only become ${LEGAL[from].map((s) => `"${s}"`).join(", ")}`;
   }
-  throw new TaskError(
-    "task_illegal_transition",
-    `task ${id} cannot go from "${from}" to "${to}": ${hint}`,
-    id,
-  );
+  throw new TaskError("task_illegal_transition", `task ${id} cannot go from "${from}" to "${to}": ${hint}`, id);
 }

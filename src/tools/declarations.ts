@@ -152,8 +152,7 @@ function renderTool(tool: Tool, indent: string): string {
   const input = part(fn, "Input", impl.inputJsonSchema);
   const optionalArgs = !hasRequired(input.schema);
   const inner = `${indent}  `;
-  const aliasLines = (parts: Part[]): string =>
-    parts.flatMap((p) => p.aliases.map(([alias, def]) => `${inner}type ${alias} = ${schemaToType(def, inner, p.refs)};\n`)).join("");
+  const aliasLines = (parts: Part[]): string => parts.flatMap((p) => p.aliases.map(([alias, def]) => `${inner}type ${alias} = ${schemaToType(def, inner, p.refs)};\n`)).join("");
   let doc = tool.description;
   if (impl.views) {
     const compact = part(fn, "Compact", impl.views.compact.schema);
@@ -237,10 +236,16 @@ export function renderDeclarations(tools: readonly Tool[], options: { budgetByte
   const brief = new Map(tools.map((tool) => [tool, briefTool(tool, indentOf(tool))]));
   const grouped = group(tools);
   const offers = (name: string): boolean => tools.some((t) => t.path.length === 1 && t.name === name);
-  const how = [offers("tool_search") ? "tool_search({ query, declarations: true }) gives their declarations" : "", offers("tool_info") ? "tool_info({ tool_id }) one tool's schemas" : ""].filter(Boolean);
+  const how = [offers("tool_search") ? "tool_search({ query, declarations: true }) gives their declarations" : "", offers("tool_info") ? "tool_info({ tool_id }) one tool's schemas" : ""].filter(
+    Boolean,
+  );
   const notes = (briefCount: number, omitted: number): string =>
-    (briefCount > 0 ? `  // ${briefCount === tools.length ? "Every tool is" : briefCount === 1 ? "1 tool is" : `${briefCount} tools are`} declared with one line only (over the declarations budget)${how.length > 0 ? `: ${how.join(", ")}` : ""}.\n` : "") +
-    (omitted > 0 ? `  // ${omitted} more tool${omitted === 1 ? " is" : "s are"} not declared here${offers("tool_search") ? ": tool_search({ query }) finds tools by name and description" : ""}.\n` : "");
+    (briefCount > 0
+      ? `  // ${briefCount === tools.length ? "Every tool is" : briefCount === 1 ? "1 tool is" : `${briefCount} tools are`} declared with one line only (over the declarations budget)${how.length > 0 ? `: ${how.join(", ")}` : ""}.\n`
+      : "") +
+    (omitted > 0
+      ? `  // ${omitted} more tool${omitted === 1 ? " is" : "s are"} not declared here${offers("tool_search") ? ": tool_search({ query }) finds tools by name and description" : ""}.\n`
+      : "");
   const assemble = (full: ReadonlySet<Tool>, listed: ReadonlySet<Tool>): string => {
     const body = (list: Tool[]): string => list.map((t) => (full.has(t) ? rendered.get(t)! : listed.has(t) ? brief.get(t)! : "")).join("");
     let out = `declare namespace tools {\n${notes(tools.filter((t) => listed.has(t) && !full.has(t)).length, tools.length - listed.size)}`;

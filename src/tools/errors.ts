@@ -3,13 +3,7 @@
 // shape in which a failure crosses into a program.
 import { messageOf, tailChars } from "../text.js";
 
-export type ToolErrorCode =
-  | "tool_invalid_input"
-  | "tool_denied"
-  | "tool_failed"
-  | "tool_output_invalid"
-  | "tool_aborted"
-  | (string & {});
+export type ToolErrorCode = "tool_invalid_input" | "tool_denied" | "tool_failed" | "tool_output_invalid" | "tool_aborted" | (string & {});
 
 export class ToolError extends Error {
   override readonly name = "ToolError" as const;
@@ -45,9 +39,7 @@ export class ToolError extends Error {
   }
 
   toJSON(): { name: "ToolError"; code: string; reason?: string; message: string } {
-    return this.reason === undefined
-      ? { name: this.name, code: this.code, message: this.message }
-      : { name: this.name, code: this.code, reason: this.reason, message: this.message };
+    return this.reason === undefined ? { name: this.name, code: this.code, message: this.message } : { name: this.name, code: this.code, reason: this.reason, message: this.message };
   }
 }
 

@@ -173,7 +173,7 @@ function checkInput(tool: Tool, impl: ToolInternals, raw: unknown, pinned: Resul
     if (sentView && pinned !== undefined && raw.result_view !== pinned) {
       throw new ToolError("tool_denied", `tool "${tool.id}" result view is pinned to "${pinned}" by the caller`, { reason: "result_view_pinned" });
     }
-    view = sentView ? (raw.result_view as ResultView) : pinned ?? "compact";
+    view = sentView ? (raw.result_view as ResultView) : (pinned ?? "compact");
     if (Object.hasOwn(raw, "result_view")) {
       const { result_view: _selector, ...rest } = raw;
       args = rest;
@@ -196,11 +196,9 @@ function projectView(tool: Tool, plan: ViewPlan, record: unknown): Record<string
   const projected = plan.project(record);
   const parsed = zc.safeParse(plan.zod, projected);
   if (!parsed.success) {
-    throw new ToolError(
-      "tool_output_invalid",
-      `tool "${tool.id}" returned a record that does not match its ${plan.label} schema: ${formatIssues("record", parsed.error.issues, projected)}`,
-      { reason: "schema_invalid" },
-    );
+    throw new ToolError("tool_output_invalid", `tool "${tool.id}" returned a record that does not match its ${plan.label} schema: ${formatIssues("record", parsed.error.issues, projected)}`, {
+      reason: "schema_invalid",
+    });
   }
   return parsed.data as Record<string, unknown>;
 }
@@ -708,9 +706,10 @@ async function passApprovalGate(tool: Tool, impl: ToolInternals, input: Record<s
   }
   if (!gate) {
     if (!required) return;
-    const where = ctx.depth > 0 || ctx.taskId !== undefined
-      ? "a subagent task cannot ask a person: approvals belong to the top-level program, so make this call from the program that spawned the task"
-      : "nothing here can ask a person: call it from a program (ptc_run_code or cm.run), which stops and asks";
+    const where =
+      ctx.depth > 0 || ctx.taskId !== undefined
+        ? "a subagent task cannot ask a person: approvals belong to the top-level program, so make this call from the program that spawned the task"
+        : "nothing here can ask a person: call it from a program (ptc_run_code or cm.run), which stops and asks";
     throw new ToolError("tool_denied", `tool "${tool.id}" needs a person's approval before it runs, and ${where}`, { reason: "approval_required" });
   }
   if (required && digest === "") digest = approvalDigest(tool.id, input);

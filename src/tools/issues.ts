@@ -27,9 +27,7 @@ function describeIssue(issue: zc.$ZodIssue, root: unknown): string {
   const received = valueAt(root, issue.path);
   switch (issue.code) {
     case "invalid_type":
-      return received === undefined && issue.path.length > 0
-        ? `is required: expected ${issue.expected}, received undefined`
-        : `must be ${issue.expected}, received ${describeValue(received)}`;
+      return received === undefined && issue.path.length > 0 ? `is required: expected ${issue.expected}, received undefined` : `must be ${issue.expected}, received ${describeValue(received)}`;
     case "invalid_value":
       return `must be ${issue.values.length === 1 ? "" : "one of "}${issue.values.map((v) => JSON.stringify(v) ?? String(v)).join(", ")}, received ${JSON.stringify(received) ?? describeValue(received)}`;
     case "unrecognized_keys":

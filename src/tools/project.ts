@@ -31,8 +31,7 @@ export function isZodObject(value: unknown): value is zc.$ZodObject {
 }
 
 // Class instances are read like JSON.stringify reads them: by their own enumerable keys.
-const isRecordLike = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === "object" && !Array.isArray(value) && !(value instanceof Date);
+const isRecordLike = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value) && !(value instanceof Date);
 
 const primitive: Projector = (value) => (typeof value === "number" && Object.is(value, -0) ? 0 : value === undefined ? undefined : typeof value === "object" ? jsonClone(value) : value);
 
@@ -77,7 +76,7 @@ function build(schema: AnySchema, cache: Map<AnySchema, Projector>): Projector {
         items ??= (def.items as AnySchema[]).map((item) => compile(item, cache));
         if (def.rest) rest ??= compile(def.rest as AnySchema, cache);
         return value.map((item, i) => {
-          const p = i < items!.length ? items![i]! : rest ?? jsonClone;
+          const p = i < items!.length ? items![i]! : (rest ?? jsonClone);
           const out = p(item);
           return out === undefined ? null : out;
         });

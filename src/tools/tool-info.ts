@@ -20,12 +20,7 @@ const descriptorSchema = z.object({
 /** Finds a tool by id, by name, or by the path a program uses (`tools.github.create_issue`). */
 export function findTool(tools: readonly Tool[], toolId: string): Tool | undefined {
   const bare = toolId.startsWith("tools.") ? toolId.slice("tools.".length) : toolId;
-  return (
-    tools.find((t) => t.id === toolId) ??
-    tools.find((t) => t.id === bare) ??
-    tools.find((t) => t.path.join(".") === bare) ??
-    tools.find((t) => t.namespace === undefined && t.name === bare)
-  );
+  return tools.find((t) => t.id === toolId) ?? tools.find((t) => t.id === bare) ?? tools.find((t) => t.path.join(".") === bare) ?? tools.find((t) => t.namespace === undefined && t.name === bare);
 }
 
 /**
@@ -59,14 +54,19 @@ export function toolInfoTool(list: (ctx: ToolContext) => readonly Tool[]): Tool 
       }
       const found = findTool(tools, tool_id);
       if (!found) {
-        const closest = closestNames(tool_id, tools.map((t) => t.id));
+        const closest = closestNames(
+          tool_id,
+          tools.map((t) => t.id),
+        );
         throw new ToolError(
           "tool_invalid_input",
           `tool "tool_info" input "tool_id": unknown tool ${JSON.stringify(tool_id)}${closest.length > 0 ? `; closest: ${closest.map((c) => JSON.stringify(c)).join(", ")}` : "; no tools are available"}`,
           { reason: "unknown_tool" },
         );
       }
-      return { tool: { descriptor: describeTool(found), ...(found.title === undefined ? {} : { title: found.title }), ...(found.annotations === undefined ? {} : { annotations: { ...found.annotations } }) } };
+      return {
+        tool: { descriptor: describeTool(found), ...(found.title === undefined ? {} : { title: found.title }), ...(found.annotations === undefined ? {} : { annotations: { ...found.annotations } }) },
+      };
     },
   });
 }

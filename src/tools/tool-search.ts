@@ -91,7 +91,8 @@ export interface ToolSearchOptions {
 export function toolSearchTool(list: (ctx: ToolContext) => readonly Tool[], options: ToolSearchOptions = {}): Tool {
   if (typeof list !== "function") throw new TypeError(`toolSearchTool: "list" must be a function returning the tools, received ${describeValue(list)}`);
   const budget = options.declarationsBudget ?? 24_000;
-  if (!(Number.isInteger(budget) || budget === Infinity) || budget < 1) throw new TypeError(`toolSearchTool: "options.declarationsBudget" must be a positive integer (or Infinity), received ${String(budget)}`);
+  if (!(Number.isInteger(budget) || budget === Infinity) || budget < 1)
+    throw new TypeError(`toolSearchTool: "options.declarationsBudget" must be a positive integer (or Infinity), received ${String(budget)}`);
   const catalog = cachedCatalog();
   const match = z.object({
     id: z.string().describe('The tool id, for tool_info({ tool_id }), e.g. "github.create_issue"'),
@@ -118,9 +119,15 @@ export function toolSearchTool(list: (ctx: ToolContext) => readonly Tool[], opti
     execute: ({ query, limit, declarations }, ctx) => {
       const tools = list(ctx);
       if (!Array.isArray(tools) || !tools.every(isTool)) throw new TypeError(`toolSearchTool: "list" must return an array of tools, received ${describeValue(tools)}`);
-      const terms = words(query).map(term).filter((t) => t !== null);
+      const terms = words(query)
+        .map(term)
+        .filter((t) => t !== null);
       if (terms.length === 0) {
-        throw new ToolError("tool_invalid_input", `tool "tool_search" input "query" has no words to search for (received ${JSON.stringify(query.slice(0, 80))}); give words from a tool's name or purpose, e.g. "read file"`, { reason: "schema_invalid" });
+        throw new ToolError(
+          "tool_invalid_input",
+          `tool "tool_search" input "query" has no words to search for (received ${JSON.stringify(query.slice(0, 80))}); give words from a tool's name or purpose, e.g. "read file"`,
+          { reason: "schema_invalid" },
+        );
       }
       const found = catalog(tools).search(query);
       const best = found.slice(0, limit ?? DEFAULT_LIMIT);
@@ -139,7 +146,10 @@ function modelText(query: string, result: Out, total: number): string {
   if (result.matches.length === 0) return `No tool matches ${q} (${total} tools). Try other words, or fewer: tool_search matches words of tool names, descriptions and argument names.`;
   const head = `${result.count > result.matches.length ? `The best ${result.matches.length} of ${result.count}` : result.count} tool${result.count === 1 ? "" : "s"} matching ${q} (of ${total}):`;
   const lines = result.matches.map((m) => `${m.path} — ${m.description}`);
-  const how = result.declarations !== undefined ? `\n\n${result.declarations}` : `\nTheir TypeScript declarations: tool_search({ query: ${q}, declarations: true }); one tool's JSON Schemas: tool_info({ tool_id: ${JSON.stringify(result.matches[0]!.id)} }).`;
+  const how =
+    result.declarations !== undefined
+      ? `\n\n${result.declarations}`
+      : `\nTheir TypeScript declarations: tool_search({ query: ${q}, declarations: true }); one tool's JSON Schemas: tool_info({ tool_id: ${JSON.stringify(result.matches[0]!.id)} }).`;
   return `${head}\n${lines.join("\n")}${how}`;
 }
 

@@ -19,7 +19,10 @@ export interface ToolContext {
    * Present when a person can be asked now (an MCP client with elicitation, a terminal): what
    * ptc_run_code hands its program's approval gate. Answers by approval_id; undefined: nobody answered.
    */
-  askApproval?: (pending: Array<{ approval_id: string; tool: string; input: Record<string, unknown>; digest: string }>, signal: AbortSignal) => Promise<Record<string, "allow" | "deny" | { decision: "allow" | "deny"; remember?: boolean; reason?: string }> | undefined>;
+  askApproval?: (
+    pending: Array<{ approval_id: string; tool: string; input: Record<string, unknown>; digest: string }>,
+    signal: AbortSignal,
+  ) => Promise<Record<string, "allow" | "deny" | { decision: "allow" | "deny"; remember?: boolean; reason?: string }> | undefined>;
   /** When the calling program's run times out (epoch milliseconds), for a tool that waits; absent outside a program. */
   deadline?: number;
   /** Where this call's own spans go (OpenTelemetry: the tracer and the call's span as parent); absent when nothing is traced. */

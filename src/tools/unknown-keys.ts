@@ -136,7 +136,8 @@ export function describeUnknownKeys(subject: string, found: readonly UnknownKey[
       const where = path.length === 0 ? "" : ` "${formatPath(path)}"`;
       const shown = key.length > 100 ? `${key.slice(0, 100)}…` : key;
       const closest = key.length <= 100 && known.length > 0 ? closestNames(key, known, 1)[0] : undefined;
-      const hint = closest !== undefined && isCloseName(key, closest) ? `; did you mean "${closest}"?` : known.length > 0 ? `; known keys: ${known.map((k) => `"${k}"`).join(", ")}` : "; it takes no keys";
+      const hint =
+        closest !== undefined && isCloseName(key, closest) ? `; did you mean "${closest}"?` : known.length > 0 ? `; known keys: ${known.map((k) => `"${k}"`).join(", ")}` : "; it takes no keys";
       return `${subject}${where} has unknown key "${shown}"${hint}`;
     })
     .join("; ");

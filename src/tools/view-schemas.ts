@@ -268,7 +268,8 @@ class Walk {
     // prune it but must not add to it.
     if (ft === "any") {
       const found = findChanger(c, path, true, new Set());
-      if (found) return `"views.compact" has ${found.what} at ${found.path} inside a value "views.full" keeps as it is: the compact result could hold what the full one does not; remove it from "views.compact"`;
+      if (found)
+        return `"views.compact" has ${found.what} at ${found.path} inside a value "views.full" keeps as it is: the compact result could hold what the full one does not; remove it from "views.compact"`;
       return undefined;
     }
     if (cd.type === "object" || cd.type === "record") return this.objectLike(pc.core, pf.core, path, segments);
@@ -289,7 +290,10 @@ class Walk {
   }
 
   private residual(c: Z, f: Z, path: string, segments: Segment[]): string | undefined {
-    for (const [schema, side, defaults] of [[c, "compact", true], [f, "full", false]] as const) {
+    for (const [schema, side, defaults] of [
+      [c, "compact", true],
+      [f, "full", false],
+    ] as const) {
       const found = findChanger(schema, path, defaults, new Set());
       if (found) {
         return `"views.${side}" has ${found.what} at ${found.path}, inside a union or intersection that is not the same schema object in both views: the two results could hold different values there; use one schema object for ${path} in both views`;

@@ -142,7 +142,11 @@ export function parseWorkflow(source: unknown): ParsedWorkflow {
 
   const graph = root.graph;
   if (!isPlainObject(graph)) {
-    problem("invalid_definition", ["graph"], graph === undefined ? `"graph" is required: a mapping with "nodes" (and optionally "edges")` : `"graph" must be a mapping with "nodes" and "edges", received ${kindOf(graph)}`);
+    problem(
+      "invalid_definition",
+      ["graph"],
+      graph === undefined ? `"graph" is required: a mapping with "nodes" (and optionally "edges")` : `"graph" must be a mapping with "nodes" and "edges", received ${kindOf(graph)}`,
+    );
     return { ...parsed, definition };
   }
   for (const key of Object.keys(graph)) {
@@ -163,10 +167,11 @@ export function parseWorkflow(source: unknown): ParsedWorkflow {
   if (edges !== undefined) {
     if (!Array.isArray(edges)) problem("invalid_definition", ["graph", "edges"], `"graph.edges" must be a list of { from, to }, received ${kindOf(edges)}`);
     else if (edges.length > MAX_EDGES) problem("invalid_definition", ["graph", "edges"], `"graph.edges" lists ${edges.length} edges; a workflow has at most ${MAX_EDGES}`);
-    else edges.forEach((raw, index) => {
-      const edge = readEdge(raw, index, problem);
-      if (edge) definition.edges.push(edge);
-    });
+    else
+      edges.forEach((raw, index) => {
+        const edge = readEdge(raw, index, problem);
+        if (edge) definition.edges.push(edge);
+      });
   }
   return { ...parsed, definition };
 }
@@ -198,7 +203,8 @@ function readInputs(raw: unknown, problem: Report): InputSpec[] {
         return;
       }
       for (const key of Object.keys(spec)) {
-        if (!INPUT_KEYS.includes(key) || (key === "name" && !Array.isArray(raw))) problem("invalid_definition", [...at, key], `unknown field "${key}" of input "${name}"; an input has "description" and "default"`);
+        if (!INPUT_KEYS.includes(key) || (key === "name" && !Array.isArray(raw)))
+          problem("invalid_definition", [...at, key], `unknown field "${key}" of input "${name}"; an input has "description" and "default"`);
       }
       if (spec.description !== undefined) {
         if (typeof spec.description === "string") input.description = spec.description;
@@ -239,14 +245,16 @@ function readNode(raw: unknown, index: number, problem: Report, writtenIds: Set<
     if (!NODE_KEYS.includes(key)) bad(key, `unknown field "${key}" of ${who}; a node has ${quoteList(NODE_KEYS)}`);
   }
   if (named === undefined) bad("id", `graph.nodes[${index}] needs an "id" (a string), received ${kindOf(raw.id)}`);
-  else if (!NAME_PATTERN.test(named) || named.length > 64) bad("id", `node id ${JSON.stringify(named)} must be 1–64 letters, digits, "_" or "-", starting with a letter or "_" (templates read it as {{ .nodes.<id>.output }})`);
+  else if (!NAME_PATTERN.test(named) || named.length > 64)
+    bad("id", `node id ${JSON.stringify(named)} must be 1–64 letters, digits, "_" or "-", starting with a letter or "_" (templates read it as {{ .nodes.<id>.output }})`);
   else if (named === RESERVED) bad("id", `node id "${RESERVED}" is reserved (it would not survive as a key of the outputs); choose another id`);
   if (raw.class !== undefined && raw.class !== "action") bad("class", `${who} has class ${kindOf(raw.class)}; the only node class is "action"`);
   if (typeof raw.kind !== "string" || raw.kind === "") bad("kind", `${who} needs a "kind": a tool id (e.g. read_file) or "run-agent", received ${kindOf(raw.kind)}`);
   if (raw.params !== undefined && raw.params !== null && !isPlainObject(raw.params)) bad("params", `"params" of ${who} must be a mapping, received ${kindOf(raw.params)}`);
   let produces: string[] | undefined;
   if (raw.produces !== undefined) {
-    if (!Array.isArray(raw.produces) || !raw.produces.every((p) => typeof p === "string")) bad("produces", `"produces" of ${who} must be a list of field paths (e.g. session.lineage.permission_policy.tools), received ${kindOf(raw.produces)}`);
+    if (!Array.isArray(raw.produces) || !raw.produces.every((p) => typeof p === "string"))
+      bad("produces", `"produces" of ${who} must be a list of field paths (e.g. session.lineage.permission_policy.tools), received ${kindOf(raw.produces)}`);
     else produces = raw.produces as string[];
   }
   if (!ok) return undefined;

@@ -199,19 +199,22 @@ export function runWorkflow(plan: WorkflowPlan, inputs: Record<string, unknown>,
       const started = performance.now();
       const line = base(node);
       const work = node.type === "tool" ? runTool(node, controller.signal) : runAgent(node, controller.signal, line);
-      work.then(
-        (output) => {
+      work
+        .then((output) => {
           const json = JSON.stringify(output) ?? "null";
           const bytes = Buffer.byteLength(json);
           if (bytes > env.maxOutputBytes) {
-            throw new ToolError("node_output_too_large", `node "${node.id}" returned ${formatBytes(bytes)} of JSON; a node's output is limited to ${formatBytes(env.maxOutputBytes)} (limits.maxCrossingBytes)`);
+            throw new ToolError(
+              "node_output_too_large",
+              `node "${node.id}" returned ${formatBytes(bytes)} of JSON; a node's output is limited to ${formatBytes(env.maxOutputBytes)} (limits.maxCrossingBytes)`,
+            );
           }
           settle(node, { ...line, duration_ms: elapsed(started), output: JSON.parse(json) });
-        },
-      ).catch((error: unknown) => {
-        if (env.signal.aborted) settle(node, { ...line, status: "canceled", duration_ms: elapsed(started), reason: STOPPED });
-        else settle(node, { ...line, status: "failed", duration_ms: elapsed(started), error: errorOf(error) });
-      });
+        })
+        .catch((error: unknown) => {
+          if (env.signal.aborted) settle(node, { ...line, status: "canceled", duration_ms: elapsed(started), reason: STOPPED });
+          else settle(node, { ...line, status: "failed", duration_ms: elapsed(started), error: errorOf(error) });
+        });
     };
 
     const cancelRest = (): void => {
@@ -274,7 +277,10 @@ function failureOf(failed: NodeLine[], lines: NodeLine[]): string {
   const e = first.error!;
   let text = `node "${first.node}" failed (${e.code}${e.reason ? `, ${e.reason}` : ""}): ${e.message}`;
   const skipped = lines.filter((l) => l.status === "skipped").length;
-  const more = [failed.length > 1 ? `${failed.length - 1} more node${failed.length > 2 ? "s" : ""} failed` : "", skipped > 0 ? `${skipped} node${skipped === 1 ? " was" : "s were"} skipped` : ""].filter(Boolean);
+  const more = [
+    failed.length > 1 ? `${failed.length - 1} more node${failed.length > 2 ? "s" : ""} failed` : "",
+    skipped > 0 ? `${skipped} node${skipped === 1 ? " was" : "s were"} skipped` : "",
+  ].filter(Boolean);
   if (more.length > 0) text += `; ${more.join(", ")}`;
   return text;
 }

@@ -13,9 +13,7 @@
 import { setKey } from "../tools/json.js";
 import type { PathSegment } from "../tools/view-paths.js";
 
-export type Reference =
-  | { kind: "input"; name: string; source: string }
-  | { kind: "node"; node: string; path: PathSegment[]; source: string };
+export type Reference = { kind: "input"; name: string; source: string } | { kind: "node"; node: string; path: PathSegment[]; source: string };
 
 export type TemplatePart = { text: string } | { ref: Reference };
 

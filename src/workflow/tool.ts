@@ -176,7 +176,7 @@ function workflowFailed(host: TaskHost, taskId: string, label: string, outcome: 
 }
 
 function preview(value: unknown): string {
-  const text = typeof value === "string" ? value : JSON.stringify(value) ?? "";
+  const text = typeof value === "string" ? value : (JSON.stringify(value) ?? "");
   const head = takeHead(text.replace(/\s+/g, " "), 300);
   return head === text ? text : `${head}…`;
 }

@@ -179,7 +179,8 @@ export function validateWorkflow(source: unknown, catalog: WorkflowCatalog, opti
               );
             }
           } else if (!byId.has(ref.node)) {
-            if (!parsed.writtenIds.has(ref.node)) problem("unknown_node", nodeAt(node, "params", ...at), `node "${node.id}" reads ${ref.source}, but no node has id "${ref.node}"${nodesHint(ref.node)}`, node.id);
+            if (!parsed.writtenIds.has(ref.node))
+              problem("unknown_node", nodeAt(node, "params", ...at), `node "${node.id}" reads ${ref.source}, but no node has id "${ref.node}"${nodesHint(ref.node)}`, node.id);
           } else {
             deps.get(node.id)!.add(ref.node);
             references.push({ reader: node, ref, at });
@@ -187,7 +188,12 @@ export function validateWorkflow(source: unknown, catalog: WorkflowCatalog, opti
         }
       } catch (error) {
         if (!(error instanceof TemplateError)) throw error;
-        problem("template_invalid", nodeAt(node, "params", ...at), `node "${node.id}" params.${formatSegments(at)}: template ${error.template} at character ${error.character}: ${error.message}`, node.id);
+        problem(
+          "template_invalid",
+          nodeAt(node, "params", ...at),
+          `node "${node.id}" params.${formatSegments(at)}: template ${error.template} at character ${error.character}: ${error.message}`,
+          node.id,
+        );
       }
     });
 
@@ -264,7 +270,11 @@ export function validateWorkflow(source: unknown, catalog: WorkflowCatalog, opti
     checkPath(`node "${reader.id}" reads ${ref.source}`, ref.path, ref.node, target, problem, warn, nodeAt(reader, "params", ...at), reader.id);
   }
 
-  const order = checkCycles(def.nodes.filter((n) => byId.get(n.id) === n), deps, problem);
+  const order = checkCycles(
+    def.nodes.filter((n) => byId.get(n.id) === n),
+    deps,
+    problem,
+  );
 
   if (catalog.depth !== undefined && catalog.maxDepth !== undefined) {
     if (catalog.depth > catalog.maxDepth) {
@@ -387,7 +397,12 @@ function checkProduces(node: NodeSpec, target: Target, problem: Report, warn: Re
   node.produces.forEach((text, i) => {
     const path = parseFieldPath(text);
     if (!path) {
-      problem("invalid_definition", [...at, "produces", i], `node "${node.id}" produces ${JSON.stringify(text)}, which is not a field path; write it like session.lineage.permission_policy.tools or tasks[0].id`, node.id);
+      problem(
+        "invalid_definition",
+        [...at, "produces", i],
+        `node "${node.id}" produces ${JSON.stringify(text)}, which is not a field path; write it like session.lineage.permission_policy.tools or tasks[0].id`,
+        node.id,
+      );
       return;
     }
     checkPath(`node "${node.id}" produces ${text}`, path, node.id, target, problem, warn, [...at, "produces", i], node.id);
@@ -407,17 +422,14 @@ function parseFieldPath(text: string): PathSegment[] | undefined {
 function checkPath(subject: string, path: PathSegment[], targetId: string, target: Target, problem: Report, warn: Report, at: PathSegment[], node: string): void {
   const verdict = classifyViewPath(target.descriptor, path, target.view);
   const of = target.toolId ?? (target.background ? "a background run-agent node" : "a run-agent node");
-  const fix = target.toolId ? `check the field names with tool_info({ tool_id: "${target.toolId}" })` : `a ${target.background ? "background " : ""}run-agent node's result has ${AGENT_NODE_FIELDS[target.background ? "background" : "foreground"].join(", ")}`;
+  const fix = target.toolId
+    ? `check the field names with tool_info({ tool_id: "${target.toolId}" })`
+    : `a ${target.background ? "background " : ""}run-agent node's result has ${AGENT_NODE_FIELDS[target.background ? "background" : "foreground"].join(", ")}`;
   switch (verdict.verdict) {
     case "ok":
       return;
     case "requires_full":
-      problem(
-        "result_view_field_requires_full",
-        at,
-        `${subject}, which the compact result of ${of} does not include; fix: add \`result_view: full\` to the params of node "${targetId}"`,
-        node,
-      );
+      problem("result_view_field_requires_full", at, `${subject}, which the compact result of ${of} does not include; fix: add \`result_view: full\` to the params of node "${targetId}"`, node);
       return;
     case "unproven": {
       const schema = target.descriptor.output_views ? `${target.view} schema` : "output schema";

@@ -130,8 +130,7 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
         },
       );
     },
-    toModelOutput: (r) =>
-      `${r.path} lines ${r.start_line}-${r.end_line} of ${r.total_lines}${r.truncated ? ` (cut; read on with start_line ${r.end_line + 1})` : ""}\n${r.content}`,
+    toModelOutput: (r) => `${r.path} lines ${r.start_line}-${r.end_line} of ${r.total_lines}${r.truncated ? ` (cut; read on with start_line ${r.end_line + 1})` : ""}\n${r.content}`,
   });
 
   const listCompact = z.object({
@@ -173,7 +172,7 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     description: "Search text files in the workspace for a regular expression; returns matching lines as rows.",
     input: z.object({
-      pattern: z.string().min(1).describe("JavaScript regular expression source, e.g. \"TODO|FIXME\""),
+      pattern: z.string().min(1).describe('JavaScript regular expression source, e.g. "TODO|FIXME"'),
       glob: z.string().min(1).optional().describe('Which files to search (default "**/*")'),
       case_sensitive: z.boolean().optional().describe("Default true"),
       max_results: z.number().int().min(1).max(5000).optional().describe("Default 200"),

@@ -146,7 +146,7 @@ export function readLineRangeNow(fd: number, options: RangeOptions): LineRange {
  */
 export async function readLineRange(
   fd: number,
-  options: RangeOptions & { signal: AbortSignal; onAbort: () => never; /** for tests: chunk boundaries anywhere */ chunkBytes?: number },
+  options: RangeOptions & { signal: AbortSignal; onAbort: () => never /** for tests: chunk boundaries anywhere */; chunkBytes?: number },
 ): Promise<LineRange> {
   const scanner = new LineScanner(options);
   const buf = Buffer.allocUnsafe(options.chunkBytes ?? CHUNK_BYTES);

@@ -81,21 +81,66 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
   const cases: Array<[string, string[], string | undefined, string]> = [
     ["no program", ["run"], undefined, "codemode run: missing the program: give a file path, or - to read it from stdin\nRun codemode help for usage.\n"],
     ["missing file", ["run", "nope.js"], undefined, 'codemode run: cannot read the program "nope.js": no such file\nRun codemode help for usage.\n'],
-    ["unknown flag", ["run", "x.js", "--jsn"], undefined, 'codemode run: unknown flag "--jsn"; did you mean --json? (known: --json, --timeout, --session, --config, --help)\nRun codemode help for usage.\n'],
-    ["bad timeout", ["run", "x.js", "--timeout", "soon"], undefined, 'codemode run: --timeout must be a duration from 1ms to 600s, like 5000, 5000ms, 30s or 2m; got "soon"\nRun codemode help for usage.\n'],
+    [
+      "unknown flag",
+      ["run", "x.js", "--jsn"],
+      undefined,
+      'codemode run: unknown flag "--jsn"; did you mean --json? (known: --json, --timeout, --session, --config, --help)\nRun codemode help for usage.\n',
+    ],
+    [
+      "bad timeout",
+      ["run", "x.js", "--timeout", "soon"],
+      undefined,
+      'codemode run: --timeout must be a duration from 1ms to 600s, like 5000, 5000ms, 30s or 2m; got "soon"\nRun codemode help for usage.\n',
+    ],
     ["timeout without value", ["run", "x.js", "--timeout"], undefined, "codemode run: --timeout needs a value <duration>\nRun codemode help for usage.\n"],
     ["bad session", ["run", "x.js", "--session", "a b"], undefined, 'codemode run: --session must be 1–200 letters, digits, "_", ".", ":", "@" or "-", got "a b"\nRun codemode help for usage.\n'],
-    ["unknown command", ["rn"], undefined, 'codemode: unknown command "rn"; did you mean "run"? Commands: run, mcp, tasks, task, tools, workflow, init, worker, resume, approvals, help\nRun codemode help for usage.\n'],
+    [
+      "unknown command",
+      ["rn"],
+      undefined,
+      'codemode: unknown command "rn"; did you mean "run"? Commands: run, mcp, tasks, task, tools, workflow, init, worker, resume, approvals, help\nRun codemode help for usage.\n',
+    ],
     ["--config names no file", ["run", "x.js", "--config", "nope.json"], undefined, "--config: no configuration file at nope.json\n"],
     ["mcp takes no arguments", ["mcp", "github"], undefined, "codemode mcp: takes no arguments, got github; configure upstream servers in codemode.json\nRun codemode help for usage.\n"],
     ["config: not JSON", ["run", "x.js"], "{ limits: 1", 'codemode.json:1:3: not valid JSON: "limits" is not a JSON value (names and strings go in double quotes)\n'],
-    ["config: unknown field", ["run", "x.js"], JSON.stringify({ limit: {} }), 'codemode.json:1:2: unknown field "limit"; did you mean "limits"? (known here: "$schema", "limits", "dataDir", "agentsDir", "workspace", "mcpServers", "tasks", "declarations", "approvals")\n'],
+    [
+      "config: unknown field",
+      ["run", "x.js"],
+      JSON.stringify({ limit: {} }),
+      'codemode.json:1:2: unknown field "limit"; did you mean "limits"? (known here: "$schema", "limits", "dataDir", "agentsDir", "workspace", "mcpServers", "tasks", "declarations", "approvals")\n',
+    ],
     ["config: bad limit", ["run", "x.js"], JSON.stringify({ limits: { timeoutMs: -1 } }), "codemode.json:1:24: limits.timeoutMs must be an integer from 1 to 600000, got the number -1\n"],
-    ["config: server without command", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { args: [] } } }), "codemode.json:1:21: mcpServers.gh.command is missing: it must be a non-empty string (the program to start)\n"],
-    ["config: server args", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { command: "x", args: "--stdio" } } }), 'codemode.json:1:43: mcpServers.gh.args must be an array of strings, got the string "--stdio"\n'],
-    ["config: server env", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { command: "x", env: { TOKEN: 1 } } } }), "codemode.json:1:51: mcpServers.gh.env.TOKEN must be a string, got the number 1\n"],
-    ["config: url server", ["run", "x.js"], JSON.stringify({ mcpServers: { gh: { url: "ftp://x" } } }), 'codemode.json:1:28: mcpServers.gh.url must be an http:// or https:// URL, got the string "ftp://x"\n'],
-    ["config: server name", ["run", "x.js"], JSON.stringify({ mcpServers: { "my server": { command: "x" } } }), 'codemode.json:1:16: mcpServers has the name "my server"; a name of 1–64 letters, digits, "_" or "-" is expected (programs reach its tools as tools.<name>.<tool>)\n'],
+    [
+      "config: server without command",
+      ["run", "x.js"],
+      JSON.stringify({ mcpServers: { gh: { args: [] } } }),
+      "codemode.json:1:21: mcpServers.gh.command is missing: it must be a non-empty string (the program to start)\n",
+    ],
+    [
+      "config: server args",
+      ["run", "x.js"],
+      JSON.stringify({ mcpServers: { gh: { command: "x", args: "--stdio" } } }),
+      'codemode.json:1:43: mcpServers.gh.args must be an array of strings, got the string "--stdio"\n',
+    ],
+    [
+      "config: server env",
+      ["run", "x.js"],
+      JSON.stringify({ mcpServers: { gh: { command: "x", env: { TOKEN: 1 } } } }),
+      "codemode.json:1:51: mcpServers.gh.env.TOKEN must be a string, got the number 1\n",
+    ],
+    [
+      "config: url server",
+      ["run", "x.js"],
+      JSON.stringify({ mcpServers: { gh: { url: "ftp://x" } } }),
+      'codemode.json:1:28: mcpServers.gh.url must be an http:// or https:// URL, got the string "ftp://x"\n',
+    ],
+    [
+      "config: server name",
+      ["run", "x.js"],
+      JSON.stringify({ mcpServers: { "my server": { command: "x" } } }),
+      'codemode.json:1:16: mcpServers has the name "my server"; a name of 1–64 letters, digits, "_" or "-" is expected (programs reach its tools as tools.<name>.<tool>)\n',
+    ],
     ["config: workspace", ["run", "x.js"], JSON.stringify({ workspace: { write: "yes" } }), 'codemode.json:1:23: workspace.write must be true or false, got the string "yes"\n'],
   ];
   for (const [name, args, config, stderr] of cases) {
@@ -115,7 +160,10 @@ describe("codemode tools", () => {
     const cwd = tempProject(inventoryConfig());
     const result = await runCli(["tools"], { cwd });
     expect(result.code).toBe(0);
-    const rows = result.stdout.trimEnd().split("\n").map((line) => line.replace(/ {2,}/g, " | "));
+    const rows = result.stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => line.replace(/ {2,}/g, " | "));
     expect(rows.filter((row) => row.startsWith("tools.inventory.") || row.startsWith("tools.read_file"))).toEqual([
       "tools.read_file | structured | Read a text file in the workspace, optionally a range of lines (1-based, inclusive).",
       "tools.inventory.get_item | structured | Look up one item by SKU.",
@@ -154,7 +202,8 @@ describe("codemode init and help", () => {
     const first = await runCli(["init"], { cwd });
     expect(first).toEqual({
       code: 0,
-      stdout: "wrote   codemode.json\nwrote   .codemode/agents/line-counter.md\nwrote   .codemode/agents/line-counter.js\nwrote   .codemode/.gitignore\nwrote   hello.js\n\nNext: codemode run hello.js\n",
+      stdout:
+        "wrote   codemode.json\nwrote   .codemode/agents/line-counter.md\nwrote   .codemode/agents/line-counter.js\nwrote   .codemode/.gitignore\nwrote   hello.js\n\nNext: codemode run hello.js\n",
       stderr: "",
     });
     expect(JSON.parse(readFileSync(join(cwd, "codemode.json"), "utf8"))).toEqual({

@@ -20,11 +20,25 @@ describe("examples", () => {
     const waiting = `first run: interrupted; waiting: call_3 tools.deploy({"version":"web-1.4.2","env":"production"})`;
     expect(await run("allow")).toStrictEqual({
       code: 0,
-      stdout: [waiting, "resumed (allow): ok", "staging: https://staging.example/web-1.4.2", "production: https://production.example/web-1.4.2", "the host ran: release web; deploy web-1.4.2 to staging (2); deploy web-1.4.2 to production (3)", ""].join("\n"),
+      stdout: [
+        waiting,
+        "resumed (allow): ok",
+        "staging: https://staging.example/web-1.4.2",
+        "production: https://production.example/web-1.4.2",
+        "the host ran: release web; deploy web-1.4.2 to staging (2); deploy web-1.4.2 to production (3)",
+        "",
+      ].join("\n"),
     });
     expect(await run("deny")).toStrictEqual({
       code: 0,
-      stdout: [waiting, "resumed (deny): ok", "staging: https://staging.example/web-1.4.2", "production not deployed: approval_denied", "the host ran: release web; deploy web-1.4.2 to staging (2)", ""].join("\n"),
+      stdout: [
+        waiting,
+        "resumed (deny): ok",
+        "staging: https://staging.example/web-1.4.2",
+        "production not deployed: approval_denied",
+        "the host ran: release web; deploy web-1.4.2 to staging (2)",
+        "",
+      ].join("\n"),
     });
   });
 
@@ -32,13 +46,7 @@ describe("examples", () => {
     const cwd = join(ROOT, "examples", "mcp-upstream");
     expect(await runCli(["run", "program.js"], { cwd })).toEqual({
       code: 0,
-      stdout: [
-        "notes server: 4 notes",
-        "- Sandbox limits [runtime, limits]: 26 words",
-        "- Subagents [tasks, runtime]: 15 words",
-        'tool_failed: no note "n99"; ids are n1, n2, n3, n4',
-        "",
-      ].join("\n"),
+      stdout: ["notes server: 4 notes", "- Sandbox limits [runtime, limits]: 26 words", "- Subagents [tasks, runtime]: 15 words", 'tool_failed: no note "n99"; ids are n1, n2, n3, n4', ""].join("\n"),
       stderr: "",
     });
     const json = JSON.parse((await runCli(["run", "program.js", "--json"], { cwd })).stdout);

@@ -9,7 +9,11 @@ import { createCodemode, type Codemode } from "../../src/index.js";
 
 class Capture extends Writable {
   text = "";
-  constructor(readonly isTTY: boolean, readonly columns?: number, readonly rows?: number) {
+  constructor(
+    readonly isTTY: boolean,
+    readonly columns?: number,
+    readonly rows?: number,
+  ) {
     super();
   }
   override _write(chunk: Buffer, _encoding: string, callback: () => void): void {
@@ -35,10 +39,17 @@ async function hostWithGate(): Promise<{ cm: Codemode; release: () => void }> {
     agentDirs: [],
     workers: { min: 0 },
     tasks: { maxRunning: 16 },
-    agents: [{ name: "slow", description: "waits for the test", driver: "function", run: async () => {
-      await gate;
-      return "done";
-    } }],
+    agents: [
+      {
+        name: "slow",
+        description: "waits for the test",
+        driver: "function",
+        run: async () => {
+          await gate;
+          return "done";
+        },
+      },
+    ],
   });
   open.push(cm);
   return { cm, release };

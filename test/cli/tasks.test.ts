@@ -28,10 +28,7 @@ describe("codemode tasks / task after a fan-out run", () => {
     expect(run.code, run.stderr).toBe(0);
     // Progress lines (stderr is not a terminal, CODEMODE_PROGRESS=1): each task's final state at least.
     const finals = run.stderr.split("\n").filter((line) => line.includes("succeeded"));
-    expect(finals.map(normalize), run.stderr).toEqual([
-      "[task <id>] succeeded  src/a (file-stats)  183 bytes  <t>",
-      "[task <id>] succeeded  src/b (file-stats)  162 bytes  <t>",
-    ]);
+    expect(finals.map(normalize), run.stderr).toEqual(["[task <id>] succeeded  src/a (file-stats)  183 bytes  <t>", "[task <id>] succeeded  src/b (file-stats)  162 bytes  <t>"]);
     ids = finals.map((line) => line.match(ID)![0]);
   });
 
@@ -39,7 +36,11 @@ describe("codemode tasks / task after a fan-out run", () => {
     const result = await runCli(withConfig(["tasks"]), { cwd });
     expect(result.code).toBe(0);
     expect(result.stderr).toBe("");
-    expect(normalize(result.stdout).split("\n").map((line) => line.replace(/ +/g, " "))).toEqual([
+    expect(
+      normalize(result.stdout)
+        .split("\n")
+        .map((line) => line.replace(/ +/g, " ")),
+    ).toEqual([
       // Script agents count no tokens: no usage column.
       "id status agent label depth output time note",
       "<id> succeeded file-stats src/a 1 183 bytes <t> 2 files, 3 lines, 2 exports",
@@ -84,7 +85,12 @@ describe("codemode tasks / task after a fan-out run", () => {
       ].join("\n"),
     );
     const json = JSON.parse((await runCli(withConfig(["task", ids[1]!, "--json"]), { cwd })).stdout);
-    expect(json.task.report).toEqual({ summary: "1 file, 3 lines, 0 exports", findings: [{ what: "largest file", evidence: "src/b/z.ts (3 lines)" }], files_touched: [], usage: { input: 0, output: 0, cost: 0, turns: 1 } });
+    expect(json.task.report).toEqual({
+      summary: "1 file, 3 lines, 0 exports",
+      findings: [{ what: "largest file", evidence: "src/b/z.ts (3 lines)" }],
+      files_touched: [],
+      usage: { input: 0, output: 0, cost: 0, turns: 1 },
+    });
     expect(json.output).toMatch(/^src\/b\/z\.ts: 3 lines\n/);
   });
 
@@ -98,7 +104,8 @@ describe("codemode tasks / task after a fan-out run", () => {
     expect(bad).toEqual({
       code: 2,
       stdout: "",
-      stderr: 'codemode tasks: --status "runing" is not a task status; use one or more of queued, running, stopping, succeeded, failed, canceled, lost (comma-separated)\nRun codemode help for usage.\n',
+      stderr:
+        'codemode tasks: --status "runing" is not a task status; use one or more of queued, running, stopping, succeeded, failed, canceled, lost (comma-separated)\nRun codemode help for usage.\n',
     });
     expect((await runCli(withConfig(["task"]), { cwd })).stderr).toBe("codemode task: give one task id (list them with codemode tasks), got none\nRun codemode help for usage.\n");
     expect((await runCli(withConfig(["tasks", "--limit", "0"]), { cwd })).stderr).toBe('codemode tasks: --limit must be a whole number from 1 to 10000, got "0"\nRun codemode help for usage.\n');
@@ -109,7 +116,7 @@ describe("a run whose host is killed", () => {
   it("leaves its running task as lost (host_exited_while_running) for the next codemode tasks", async () => {
     const cwd = tempProject({ agentsDir: "agents" });
     mkdirSync(join(cwd, "agents"));
-    writeFileSync(join(cwd, "agents", "sleeper.md"), "---\nname: sleeper\ndescription: sleeps\ndriver: command\ncommand: [sleep, \"3\"]\n---\nSleeps.\n");
+    writeFileSync(join(cwd, "agents", "sleeper.md"), '---\nname: sleeper\ndescription: sleeps\ndriver: command\ncommand: [sleep, "3"]\n---\nSleeps.\n');
     const child = spawn(process.execPath, [CLI, "run", "-"], { cwd, env: { ...process.env, CODEMODE_PROGRESS: "1" }, stdio: ["pipe", "pipe", "pipe"] });
     child.stdin.end(`await tools.ptc_subagent({ agent: "sleeper", task: "x", background: true, label: "nap" }); for (;;) await sleep(1000);`);
     // Kill the host (SIGKILL: no cleanup) once its progress shows the task running.
@@ -126,7 +133,9 @@ describe("a run whose host is killed", () => {
     });
     await exited;
     const result = await runCli(["tasks"], { cwd });
-    const row = normalize(result.stdout).split("\n").map((line) => line.replace(/ +/g, " "))[1];
+    const row = normalize(result.stdout)
+      .split("\n")
+      .map((line) => line.replace(/ +/g, " "))[1];
     expect(row).toMatch(/^<id> lost sleeper nap 1 0 bytes <t> host_exited_while_running: the host \(pid \d+\) exited/);
   });
 });
@@ -152,7 +161,9 @@ describe("Ctrl-C during a run", () => {
       "Script failed (aborted): the run was aborted by the host\n\nstarted\n\nTool calls made before the failure (not undone):\n- tools.ptc_subagent: ok\n" +
         "codemode: 1 background task was still running and is stopped now that the program ended; wait for them in the program (await tools.ptc_task_wait({})) to keep their results\n",
     );
-    const row = normalize((await runCli(["tasks"], { cwd })).stdout).split("\n").map((line) => line.replace(/ +/g, " "))[1];
+    const row = normalize((await runCli(["tasks"], { cwd })).stdout)
+      .split("\n")
+      .map((line) => line.replace(/ +/g, " "))[1];
     expect(row).toBe("<id> canceled sleeper nap 1 0 bytes <t>");
   });
 });
@@ -164,7 +175,9 @@ describe("codemode task --follow", () => {
     writeFileSync(join(cwd, "agents", "ticker.md"), '---\nname: ticker\ndescription: ticks\ndriver: command\ncommand: [sh, -c, "echo one; sleep 1; echo two; sleep 1; echo three"]\n---\nTicks.\n');
     const host = spawn(process.execPath, [CLI, "run", "-"], { cwd, env: { ...process.env, CODEMODE_PROGRESS: "1" }, stdio: ["pipe", "pipe", "pipe"] });
     const exited = new Promise((resolve) => host.once("close", resolve));
-    host.stdin.end(`const h = await tools.ptc_subagent({ agent: "ticker", task: "x", background: true }); while ((await tools.ptc_task_output({ task_id: h.task_id })).status === "running") await sleep(50);`);
+    host.stdin.end(
+      `const h = await tools.ptc_subagent({ agent: "ticker", task: "x", background: true }); while ((await tools.ptc_task_output({ task_id: h.task_id })).status === "running") await sleep(50);`,
+    );
     const id = await new Promise<string>((resolve) => {
       let seen = "";
       host.stderr.on("data", (chunk: Buffer) => {
@@ -191,7 +204,10 @@ describe("records a hostile child tried to break", () => {
       { type: "usage", input_tokens: 10, output_tokens: 5, cost_usd: 0.5 },
       { type: "text", text: "done" },
     ].map((l) => JSON.stringify(l));
-    writeFileSync(join(cwd, "agents", "liar.md"), `---\nname: liar\ndescription: lies about usage\ndriver: command\nprotocol: jsonl\ncommand: [printf, "${lines.join("\\n").replace(/"/g, '\\"')}\\n"]\n---\nLies.\n`);
+    writeFileSync(
+      join(cwd, "agents", "liar.md"),
+      `---\nname: liar\ndescription: lies about usage\ndriver: command\nprotocol: jsonl\ncommand: [printf, "${lines.join("\\n").replace(/"/g, '\\"')}\\n"]\n---\nLies.\n`,
+    );
     const run = await runCli(["run", "-"], {
       cwd,
       stdin: `const r = await tools.ptc_subagent({ agent: "liar", task: "x", result_view: "full" }); const o = await tools.ptc_task_output({ task_id: r.task.id, result_view: "full" }); const l = await tools.ptc_task_list({ result_view: "full" }); return [r.usage, o.task.usage, l.tasks[0].usage]`,
@@ -211,7 +227,24 @@ describe("records a hostile child tried to break", () => {
     const store = sqliteTaskStore(join(cwd, "data"));
     const id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
     const size = 600 * 1024 * 1024;
-    store.insert({ id, agent: "big", driver: "command", task: "t", label: "big", depth: 1, background: true, cwd, status: "succeeded", owner: currentOwner(), createdAt: 1, startedAt: 1, endedAt: 2, exitCode: 0, usage: { input: 0, output: 0, cost: 0, turns: 0 }, outputBytes: size });
+    store.insert({
+      id,
+      agent: "big",
+      driver: "command",
+      task: "t",
+      label: "big",
+      depth: 1,
+      background: true,
+      cwd,
+      status: "succeeded",
+      owner: currentOwner(),
+      createdAt: 1,
+      startedAt: 1,
+      endedAt: 2,
+      exitCode: 0,
+      usage: { input: 0, output: 0, cost: 0, turns: 0 },
+      outputBytes: size,
+    });
     const log = store.outputPath(id)!;
     store.close();
     // A sparse file: 600 MB of zero bytes, then a last line.
@@ -238,7 +271,20 @@ describe("records a hostile child tried to break", () => {
     const store = sqliteTaskStore(join(cwd, "data"));
     const id = "01ARZ3NDEKTSV4RRFFQ69G5FAW";
     const text = Array.from({ length: 40_000 }, (_, i) => `line ${i} "quoted" é\t😀`).join("\n") + "\n";
-    store.insert({ id, agent: "big", driver: "command", task: "t", label: "big", depth: 1, background: true, cwd, status: "succeeded", owner: currentOwner(), createdAt: 1, outputBytes: Buffer.byteLength(text) });
+    store.insert({
+      id,
+      agent: "big",
+      driver: "command",
+      task: "t",
+      label: "big",
+      depth: 1,
+      background: true,
+      cwd,
+      status: "succeeded",
+      owner: currentOwner(),
+      createdAt: 1,
+      outputBytes: Buffer.byteLength(text),
+    });
     store.appendOutput(id, Buffer.from(text));
     store.close();
     const result = await runCli(["task", id, "--json"], { cwd });

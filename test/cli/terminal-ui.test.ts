@@ -27,7 +27,10 @@ while ((await tools.ptc_task_list({ status: ["running", "queued"] })).count > 0)
 text("all done");`,
   );
   writeFileSync(join(cwd, "sleepers.js"), `for (let i = 0; i < 3; i++) await tools.ptc_subagent({ agent: "sleeper", task: "x", background: true, label: "nap " + i }); for (;;) await sleep(100);`);
-  writeFileSync(join(cwd, "later.js"), `for (let i = 0; i < 3; i++) await tools.ptc_subagent({ agent: "napper", task: "x", background: true, label: "late " + i }); while ((await tools.ptc_task_list({ status: ["running", "queued"] })).count > 0) await sleep(100);`);
+  writeFileSync(
+    join(cwd, "later.js"),
+    `for (let i = 0; i < 3; i++) await tools.ptc_subagent({ agent: "napper", task: "x", background: true, label: "late " + i }); while ((await tools.ptc_task_list({ status: ["running", "queued"] })).count > 0) await sleep(100);`,
+  );
   return cwd;
 }
 
@@ -112,7 +115,10 @@ describe("live views in a real terminal (tmux, 80×12)", () => {
     const rows = everything();
     const lines = rows.filter((row) => row.includes("(sleeper)"));
     expect(lines.length).toBe(3);
-    expect(lines.every((row) => STATUS.test(row)), lines.join("\n")).toBe(true);
+    expect(
+      lines.every((row) => STATUS.test(row)),
+      lines.join("\n"),
+    ).toBe(true);
     expect(rows.some((row) => /\S(running|canceled|stopping) {2}nap/.test(row))).toBe(false);
     expect(rows.some((row) => row.startsWith("Script failed (aborted)"))).toBe(true);
   });

@@ -100,7 +100,7 @@ describe("through pipes", () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(`program says ${HOSTILE}\n`);
     expect(ACTIONABLE.test(run.stderr), run.stderr).toBe(false);
-    expect(run.stderr).toContain("codemode: warning: MCP server \"dying\"");
+    expect(run.stderr).toContain('codemode: warning: MCP server "dying"');
     expect(run.stderr).toContain("\\u001b]52;c;");
     const tasks = await runCli(["tasks"], { cwd });
     expect(ACTIONABLE.test(tasks.stdout), tasks.stdout).toBe(false);

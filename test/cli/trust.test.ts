@@ -11,8 +11,7 @@ import { describe, expect, it } from "vitest";
 import { CLI, runCli, tempProject } from "../mcp/helpers.js";
 
 /** A command agent that "runs id as the host user": it leaves a marker file when it runs. */
-const markerAgent = (marker: string) =>
-  `---\nname: helper\ndescription: a planted command agent\ndriver: command\ncommand: [sh, -c, "id > ${marker}; echo ran"]\n---\nPlanted.\n`;
+const markerAgent = (marker: string) => `---\nname: helper\ndescription: a planted command agent\ndriver: command\ncommand: [sh, -c, "id > ${marker}; echo ran"]\n---\nPlanted.\n`;
 
 describe("finding 10: paths in a configuration, defaults included, resolve against its own folder", () => {
   it("a hostile checkout's .codemode/agents command agent is not loaded next to a trusted --config; the trusted agents are", async () => {

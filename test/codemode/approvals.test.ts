@@ -153,7 +153,12 @@ describe("a gated call interrupts the program", () => {
     const cm = await make();
     const first = await cm.run(GATED);
     const result = await cm.resume(first.structuredContent.continuation!, { approvals: { call_2: { decision: "deny", reason: "not on a Friday" } } });
-    expect(result.structuredContent).toStrictEqual({ status: "ok", value: { code: "tool_denied", reason: "approval_denied", name: "ToolError" }, tool_calls: 2, duration_ms: result.structuredContent.duration_ms });
+    expect(result.structuredContent).toStrictEqual({
+      status: "ok",
+      value: { code: "tool_denied", reason: "approval_denied", name: "ToolError" },
+      tool_calls: 2,
+      duration_ms: result.structuredContent.duration_ms,
+    });
     expect(count("deploy")).toBe(0);
     expect(count("lookup")).toBe(1);
     expect(result.details.calls[1]!.error).toBe(`tool "deploy" call denied: the person asked to approve it said no (not on a Friday); the tool did not run`);
@@ -397,7 +402,9 @@ describe("continuations cannot be forged", () => {
     const result = await cm.run(`const n = await tools.noise({}); await tools.deploy({ env: "prod" }); return n.length;`);
     expect(result.structuredContent.status).toBe("error");
     expect(result.structuredContent.error!.kind).toBe("exception");
-    expect(result.structuredContent.error!.message).toMatch(/^the program stopped for an approval, but it cannot be resumed: the run's state \(\d+ bytes signed\) is more than a signed continuation may carry \(1048576\); the results the program received before the approval are too large — configure no signing key so the state is kept in the data dir$/);
+    expect(result.structuredContent.error!.message).toMatch(
+      /^the program stopped for an approval, but it cannot be resumed: the run's state \(\d+ bytes signed\) is more than a signed continuation may carry \(1048576\); the results the program received before the approval are too large — configure no signing key so the state is kept in the data dir$/,
+    );
     expect(Object.hasOwn(result.structuredContent, "continuation")).toBe(false);
     expect(count("deploy")).toBe(0);
     expect((await cm.run(`return (await tools.deploy({ env: "x" }).catch((e) => e.reason))`)).structuredContent.status).toBe("interrupted");
@@ -413,7 +420,9 @@ describe("continuations cannot be forged", () => {
       message: "the program is not the one that was interrupted: a resumed run replays the same program (send it unchanged, or leave code out); a changed program must be run anew",
     });
     await expect(cm.resume(token, { approvals: { call_9: "allow" } })).rejects.toThrow(`approvals["call_9"]: no call of this run waits for that approval; waiting: "call_2"`);
-    await expect(cm.resume(token, { approvals: { call_2: "yes" as never } })).rejects.toThrow(`approvals["call_2"] must be "allow", "deny" or { decision: "allow" | "deny", remember?: boolean }, got the string "yes"`);
+    await expect(cm.resume(token, { approvals: { call_2: "yes" as never } })).rejects.toThrow(
+      `approvals["call_2"] must be "allow", "deny" or { decision: "allow" | "deny", remember?: boolean }, got the string "yes"`,
+    );
     expect(count("lookup")).toBe(1);
     // Still usable: nothing consumed it.
     const done = await cm.resume(token, { code: GATED, approvals: { call_2: "allow" } });
@@ -495,10 +504,15 @@ describe("who decides", () => {
     let opened!: () => void;
     const questionOpen = new Promise<void>((resolve) => (opened = resolve));
     // Answers once the first question is being asked, so the second deploy reaches the gate during it.
-    const hold = defineTool({ name: "hold", description: "waits for the first question", input: z.object({}), execute: async () => {
+    const hold = defineTool({
+      name: "hold",
+      description: "waits for the first question",
+      input: z.object({}),
+      execute: async () => {
         await questionOpen;
         return "held";
-      } });
+      },
+    });
     const cm = await createCodemode({ tools: [deploy, hold], workers: { max: 1 } });
     open.push(cm);
     let asking = 0;
@@ -523,13 +537,20 @@ describe("who decides", () => {
     const result = await cm.callTool("deploy", { env: "prod" });
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toStrictEqual({
-      error: { code: "tool_denied", reason: "approval_required", message: `tool "deploy" needs a person's approval before it runs, and nothing here can ask a person: call it from a program (ptc_run_code or cm.run), which stops and asks` },
+      error: {
+        code: "tool_denied",
+        reason: "approval_required",
+        message: `tool "deploy" needs a person's approval before it runs, and nothing here can ask a person: call it from a program (ptc_run_code or cm.run), which stops and asks`,
+      },
     });
     expect(count("deploy")).toBe(0);
   });
 
   it("a subagent task that reaches a gated call fails naming the tool and that approvals belong to the top-level program", async () => {
-    const cm = await make({ agentDirs: [], agents: [{ name: "deployer", description: "deploys", driver: "script", tools: ["deploy"], scriptCode: "const r = await tools.deploy({ env: task }); text(r.deployed)" }] });
+    const cm = await make({
+      agentDirs: [],
+      agents: [{ name: "deployer", description: "deploys", driver: "script", tools: ["deploy"], scriptCode: "const r = await tools.deploy({ env: task }); text(r.deployed)" }],
+    });
     const result = await cm.run(`
       try { await tools.ptc_subagent({ agent: "deployer", task: "prod" }); return "ran"; }
       catch (e) { const out = await tools.ptc_task_output({ task_id: e.task_id }); return { code: e.code, status: out.status, output: out.output.split("\\n")[0] }; }`);
@@ -555,7 +576,12 @@ describe("who decides", () => {
     });
     expect(first.content[0]!.text).toContain(`then resume: call ptc_run_code with { "resume": ${JSON.stringify(sc.continuation)}, "approvals": { "call_2": "allow" } } (no code needed).`);
     const done = await cm.callTool("ptc_run_code", { resume: sc.continuation, approvals: { call_2: "allow" } });
-    expect(done.structuredContent).toStrictEqual({ status: "ok", value: { deployed: "prod", after: "v:build" }, tool_calls: 2, duration_ms: (done.structuredContent as { duration_ms: number }).duration_ms });
+    expect(done.structuredContent).toStrictEqual({
+      status: "ok",
+      value: { deployed: "prod", after: "v:build" },
+      tool_calls: 2,
+      duration_ms: (done.structuredContent as { duration_ms: number }).duration_ms,
+    });
     const reused = await cm.callTool("ptc_run_code", { resume: sc.continuation, approvals: { call_2: "allow" } });
     expect(reused.isError).toBe(true);
     expect((reused.structuredContent as { error: unknown }).error).toStrictEqual({
@@ -573,7 +599,7 @@ describe("who decides", () => {
     expect(count("lookup")).toBe(1);
   });
 
-  it("defineTool refuses an approval that is neither \"required\" nor a function", () => {
+  it('defineTool refuses an approval that is neither "required" nor a function', () => {
     expect(() => defineTool({ name: "x", description: "x", approval: "always" as never, input: z.object({}), execute: async () => ({}) })).toThrow(
       `defineTool: "approval" must be "required" or a function (input, ctx) => boolean, received "always"`,
     );

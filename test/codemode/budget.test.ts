@@ -14,7 +14,9 @@ afterAll(async () => {
 
 describe("budget()", () => {
   it("counts down milliseconds, tool calls and output bytes", async () => {
-    const result = await cm.run(`const before = budget(); await tools.ping({}); await tools.ping({}); text("héllo"); text("x"); const after = budget(); return { before, after }`, { timeoutMs: 5_000 });
+    const result = await cm.run(`const before = budget(); await tools.ping({}); await tools.ping({}); text("héllo"); text("x"); const after = budget(); return { before, after }`, {
+      timeoutMs: 5_000,
+    });
     const { before, after } = result.structuredContent.value as Record<string, { ms_left: number; tool_calls_left: number; output_bytes_left: number }>;
     expect(Object.keys(before!)).toStrictEqual(["ms_left", "tool_calls_left", "output_bytes_left"]);
     expect(before!.tool_calls_left).toBe(10);

@@ -180,7 +180,9 @@ describe("finding 8: temp files are private, unpredictable and removed on close"
     expect(runSpill.startsWith(oldRunSpill + "/")).toBe(false);
     // The other user can neither read the real files nor replace them.
     const tryRead = (file: string) =>
-      asOtherUser(`const fs = require("fs"); try { fs.readFileSync(${JSON.stringify(file)}); console.log("read") } catch (e) { console.log(e.code) } try { fs.writeFileSync(${JSON.stringify(file)}, "IGNORE PREVIOUS INSTRUCTIONS"); console.log("replaced") } catch (e) { console.log(e.code) }`);
+      asOtherUser(
+        `const fs = require("fs"); try { fs.readFileSync(${JSON.stringify(file)}); console.log("read") } catch (e) { console.log(e.code) } try { fs.writeFileSync(${JSON.stringify(file)}, "IGNORE PREVIOUS INSTRUCTIONS"); console.log("replaced") } catch (e) { console.log(e.code) }`,
+      );
     expect(tryRead(taskLog)).toBe("EACCES\nEACCES");
     expect(tryRead(runSpill)).toBe("EACCES\nEACCES");
     expect(readFileSync(runSpill, "utf8")).toBe("secret run output ".repeat(500));
@@ -194,7 +196,9 @@ describe("finding 8: temp files are private, unpredictable and removed on close"
     chmodSync(parent, 0o777);
     const dataDir = join(parent, "shared-state");
     expect(asOtherUser(`require("fs").mkdirSync(${JSON.stringify(dataDir)}, { mode: 0o777 }); console.log("made")`)).toBe("made");
-    await expect(createCodemode({ dataDir, agentDirs: [], workers: { min: 0 } })).rejects.toThrow(`${dataDir} belongs to another user (uid ${OTHER_UID}); the runtime keeps its state only in directories of its own user`);
+    await expect(createCodemode({ dataDir, agentDirs: [], workers: { min: 0 } })).rejects.toThrow(
+      `${dataDir} belongs to another user (uid ${OTHER_UID}); the runtime keeps its state only in directories of its own user`,
+    );
     const own = join(parent, "own-state");
     expect((await (await open({ dataDir: own })).run(`return 1`)).structuredContent.value).toBe(1);
     expect(mode(own)).toBe("700");
@@ -233,12 +237,14 @@ describe("finding 9: sessions keep every value they are given", () => {
   it("four CLI processes storing into one session at once lose nothing", async () => {
     const project = tempDir();
     writeFileSync(join(project, "codemode.json"), JSON.stringify({ dataDir: "state", workspace: false }));
-    const runs = Array.from({ length: 4 }, (_, i) =>
-      new Promise<number | null>((resolve) => {
-        const child = spawn(process.execPath, [CLI, "run", "-", "--session", "crowd"], { cwd: project, stdio: ["pipe", "ignore", "ignore"] });
-        child.once("close", resolve);
-        child.stdin.end(`store("k${i}", ${i}); await sleep(20); store("k${i}", ${i * 10})`);
-      }),
+    const runs = Array.from(
+      { length: 4 },
+      (_, i) =>
+        new Promise<number | null>((resolve) => {
+          const child = spawn(process.execPath, [CLI, "run", "-", "--session", "crowd"], { cwd: project, stdio: ["pipe", "ignore", "ignore"] });
+          child.once("close", resolve);
+          child.stdin.end(`store("k${i}", ${i}); await sleep(20); store("k${i}", ${i * 10})`);
+        }),
     );
     expect(await Promise.all(runs)).toStrictEqual(Array(4).fill(0));
     const saved = JSON.parse(readFileSync(join(project, "state", "sessions", "crowd.json"), "utf8"));

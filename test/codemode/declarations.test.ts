@@ -45,8 +45,12 @@ describe("declarations budgets", () => {
   });
 
   it("refuses a budget that is not a number of bytes, or a reader it does not know", async () => {
-    await expect(createCodemode({ declarations: { prompt: 100 } })).rejects.toThrow(new RangeError("options.declarations.prompt must be an integer number of bytes ≥ 256 (or Infinity), got the number 100"));
-    await expect(createCodemode({ declarations: { search: 1.5 } })).rejects.toThrow(new RangeError("options.declarations.search must be an integer number of bytes ≥ 256 (or Infinity), got the number 1.5"));
+    await expect(createCodemode({ declarations: { prompt: 100 } })).rejects.toThrow(
+      new RangeError("options.declarations.prompt must be an integer number of bytes ≥ 256 (or Infinity), got the number 100"),
+    );
+    await expect(createCodemode({ declarations: { search: 1.5 } })).rejects.toThrow(
+      new RangeError("options.declarations.search must be an integer number of bytes ≥ 256 (or Infinity), got the number 1.5"),
+    );
     await expect(createCodemode({ declarations: { promt: 8000 } as never })).rejects.toThrow(new TypeError("options.declarations.promt is not a declarations budget; known: prompt, search"));
     await expect(createCodemode({ declarations: 8000 as never })).rejects.toThrow(new TypeError("options.declarations must be an object { prompt?, search? } of byte budgets, got the number 8000"));
   });
@@ -62,7 +66,8 @@ return [found.matches[0].path, info.tool.descriptor.output_schema.required, orde
   });
 
   it("a script agent's program reaches tool_search and tool_info, and they show it only the tools its agent allows", async () => {
-    const scriptCode = 'const found = await tools.tool_search({ query: task }); const info = await tools.tool_info({ tool_id: "ptc_subagent" }).catch((e) => e.code); text(found.matches.map((m) => m.path).join(",") + " " + (info.tool ? "ptc_subagent" : info));';
+    const scriptCode =
+      'const found = await tools.tool_search({ query: task }); const info = await tools.tool_info({ tool_id: "ptc_subagent" }).catch((e) => e.code); text(found.matches.map((m) => m.path).join(",") + " " + (info.tool ? "ptc_subagent" : info));';
     cm = await createCodemode({
       tools: [lookup],
       workers: { min: 0 },

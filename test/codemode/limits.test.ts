@@ -38,7 +38,9 @@ describe("deadline", () => {
   it("stops a busy loop", async () => {
     const result = await cm.run(`while (true) {}`);
     expectFailure(result, "timeout");
-    expect(result.structuredContent.error?.message).toMatch(/^the program ran past its 1000 ms deadline without yielding: synchronous code ran for the last \d+ ms \(a loop that never awaits, or a busy-wait\), so no timer or tool result could come in$/);
+    expect(result.structuredContent.error?.message).toMatch(
+      /^the program ran past its 1000 ms deadline without yielding: synchronous code ran for the last \d+ ms \(a loop that never awaits, or a busy-wait\), so no timer or tool result could come in$/,
+    );
     expect(result.structuredContent.error?.hint).toBe("to wait, use await sleep(ms) instead of spinning; to stop in time, check budget().ms_left in long loops (the loop at line 1)");
     expect(result.structuredContent.error?.line).toBe(1);
   });
@@ -95,7 +97,9 @@ describe("memory and stack", () => {
     const shallow = await cm.run(`function f() { return 1 } return f()`, { limits });
     expect(shallow.structuredContent).toMatchObject({ status: "ok", value: 1 });
     expectFailure(await cm.run(`function f(n) { return f(n + 1) + 1 } f(0)`, { limits }), "stack");
-    await expect(cm.run("1", { limits: { stackBytes: MAX_STACK_BYTES + 1 } })).rejects.toThrow(`options.limits.stackBytes must be an integer from 65536 to ${MAX_STACK_BYTES}, got the number ${MAX_STACK_BYTES + 1}`);
+    await expect(cm.run("1", { limits: { stackBytes: MAX_STACK_BYTES + 1 } })).rejects.toThrow(
+      `options.limits.stackBytes must be an integer from 65536 to ${MAX_STACK_BYTES}, got the number ${MAX_STACK_BYTES + 1}`,
+    );
   });
 
   it("honours a smaller per-run memory limit", async () => {

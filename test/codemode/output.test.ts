@@ -70,7 +70,11 @@ describe("tool content over the budget", () => {
   it("uses the marker a program's own output gets", async () => {
     const run = await cm.run(`text(${JSON.stringify(WHOLE)})`);
     const tool = await cm.callTool("long_text", {});
-    const shape = (text: string) => text.replace(/\d+/g, "N").replace(/full output: \S+/, "full output: P").replace(/[HMT]+/g, "x");
+    const shape = (text: string) =>
+      text
+        .replace(/\d+/g, "N")
+        .replace(/full output: \S+/, "full output: P")
+        .replace(/[HMT]+/g, "x");
     expect(shape(run.content[0]!.text)).toBe(shape(tool.content[0]!.text));
     expect(readFileSync(run.details.fullOutputPath!, "utf8")).toBe(WHOLE);
   });

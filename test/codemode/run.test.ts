@@ -115,7 +115,9 @@ describe("run(): results", () => {
     const result = await cm.run(`const a = 1;\nconst b = ;`);
     expect(result.structuredContent.error).toStrictEqual({ kind: "syntax", message: "SyntaxError: unexpected token in expression: ';'", line: 2, column: 11 });
     expect(result.isError).toBe(true);
-    expect(text(result)).toBe("Script failed (syntax): SyntaxError: unexpected token in expression: ';' (line 2, column 11)\n2 | const b = ;\n  |           ^\n\nNo tool calls were made before the failure.");
+    expect(text(result)).toBe(
+      "Script failed (syntax): SyntaxError: unexpected token in expression: ';' (line 2, column 11)\n2 | const b = ;\n  |           ^\n\nNo tool calls were made before the failure.",
+    );
   });
 
   it("reports an exception at its position, with line 1 columns unshifted by the wrapper", async () => {
@@ -198,7 +200,9 @@ describe("run(): tools from a program", () => {
   });
 
   it("treats `tools` as never thenable and read-only", async () => {
-    const result = await cm.run(`"use strict"; const t = await tools; let threw = false; try { tools.add = 1 } catch { threw = true } return [t === tools, typeof tools.then, threw, typeof tools.add]`);
+    const result = await cm.run(
+      `"use strict"; const t = await tools; let threw = false; try { tools.add = 1 } catch { threw = true } return [t === tools, typeof tools.then, threw, typeof tools.add]`,
+    );
     expect(result.structuredContent.value).toStrictEqual([true, "undefined", true, "function"]);
   });
 
@@ -235,7 +239,9 @@ describe("run(): store, load and timers", () => {
   });
 
   it("sleeps, fires timers in order and cancels cleared ones", async () => {
-    const result = await cm.run(`const seen = []; setTimeout(() => seen.push("b"), 20); setTimeout(() => seen.push("a"), 5); const id = setTimeout(() => seen.push("never"), 10); clearTimeout(id); await sleep(40); return seen`);
+    const result = await cm.run(
+      `const seen = []; setTimeout(() => seen.push("b"), 20); setTimeout(() => seen.push("a"), 5); const id = setTimeout(() => seen.push("never"), 10); clearTimeout(id); await sleep(40); return seen`,
+    );
     expect(result.structuredContent.value).toStrictEqual(["a", "b"]);
   });
 

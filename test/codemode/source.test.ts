@@ -82,10 +82,20 @@ describe("TypeScript", () => {
 
 describe("Markdown fences", () => {
   it("runs the fenced code of a message with prose around it, with the fenced program's line numbers", async () => {
-    const message = ["Here is the program:", "", "```ts", "const r = await tools.lookup({ id: 'x' });", "const n: number = r.tags.length;", "text(r.missing.length);", "```", "", "It prints the count."].join("\n");
+    const message = [
+      "Here is the program:",
+      "",
+      "```ts",
+      "const r = await tools.lookup({ id: 'x' });",
+      "const n: number = r.tags.length;",
+      "text(r.missing.length);",
+      "```",
+      "",
+      "It prints the count.",
+    ].join("\n");
     const result = await cm.run(message);
     expect(result.structuredContent.error).toMatchObject({ kind: "exception", message: "TypeError: cannot read property 'length' of undefined", line: 3 });
-    expect(result.content[0]!.text).toContain('\n3 | text(r.missing.length);\n');
+    expect(result.content[0]!.text).toContain("\n3 | text(r.missing.length);\n");
     expect(result.content[0]!.text).toContain('tools.lookup resolves to { id, tags }, which has no "missing"');
     expect(result.details.source).toStrictEqual({ fence: { language: "ts", blocks: 1, firstLine: 4 }, typescript: true });
   });
@@ -94,7 +104,7 @@ describe("Markdown fences", () => {
     const untagged = await cm.run("```\ntext('one')\n```");
     expect(untagged.content[0]!.text).toBe("one");
     expect(untagged.details.source).toStrictEqual({ fence: { language: null, blocks: 1, firstLine: 2 } });
-    const two = await cm.run("First:\n```js\nconst a = 2;\n```\nThen:\n```javascript\ntext(String(a * 21));\n```\n```json\n{\"not\": \"code\"}\n```");
+    const two = await cm.run('First:\n```js\nconst a = 2;\n```\nThen:\n```javascript\ntext(String(a * 21));\n```\n```json\n{"not": "code"}\n```');
     expect(two.content[0]!.text).toBe("42");
     expect(two.details.source).toStrictEqual({ fence: { language: "js", blocks: 2, firstLine: 3 } });
   });

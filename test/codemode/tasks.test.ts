@@ -26,7 +26,17 @@ function tempDir(): string {
 describe("createCodemode with subagents", () => {
   it("binds the ptc_* tools and runs a code-registered script agent in the background", async () => {
     const cm = await open({ agents: [{ name: "doubler", description: "doubles its task", driver: "script", scriptCode: "text(String(2 * Number(task)))" }] });
-    expect(cm.tools.map((tool) => tool.id).sort()).toStrictEqual(["ptc_run_code", "ptc_subagent", "ptc_task_list", "ptc_task_output", "ptc_task_stop", "ptc_task_wait", "ptc_workflow", "tool_info", "tool_search"]);
+    expect(cm.tools.map((tool) => tool.id).sort()).toStrictEqual([
+      "ptc_run_code",
+      "ptc_subagent",
+      "ptc_task_list",
+      "ptc_task_output",
+      "ptc_task_stop",
+      "ptc_task_wait",
+      "ptc_workflow",
+      "tool_info",
+      "tool_search",
+    ]);
     const result = await cm.run(`
       const spawned = await Promise.all([1, 2, 3].map((n) => tools.ptc_subagent({ agent: "doubler", task: String(n), background: true, label: "d" + n })));
       while ((await tools.ptc_task_list({ status: ["running", "queued"] })).count > 0) await sleep(10);
@@ -82,7 +92,19 @@ describe("createCodemode with subagents", () => {
   });
 
   it("a failed foreground child called as a model would (cm.callTool) carries its task id in structuredContent.error", async () => {
-    const cm = await open({ agentDirs: [], agents: [{ name: "crasher", description: "fails", driver: "function", run: async () => { throw new Error("disk full"); } }] });
+    const cm = await open({
+      agentDirs: [],
+      agents: [
+        {
+          name: "crasher",
+          description: "fails",
+          driver: "function",
+          run: async () => {
+            throw new Error("disk full");
+          },
+        },
+      ],
+    });
     const result = await cm.callTool("ptc_subagent", { agent: "crasher", task: "go" });
     const id = cm.tasks.list().records[0]!.id;
     const message = `subagent task ${id} (agent "crasher") failed: disk full; its output and usage stay readable with ptc_task_output({ task_id: "${id}" })`;
@@ -112,7 +134,9 @@ describe("createCodemode with subagents", () => {
     expect(spawned.structuredContent.value).toBe("succeeded");
     await first.close();
     const second = await open({ dataDir, agents, agentDirs: [] });
-    const listed = await second.run(`const list = await tools.ptc_task_list({}); const o = await tools.ptc_task_output({ task_id: list.tasks[0].id }); return [list.count, list.tasks[0].status, o.output]`);
+    const listed = await second.run(
+      `const list = await tools.ptc_task_list({}); const o = await tools.ptc_task_output({ task_id: list.tasks[0].id }); return [list.count, list.tasks[0].status, o.output]`,
+    );
     expect(listed.structuredContent.value).toStrictEqual([1, "succeeded", "persisted text"]);
   });
 
@@ -130,13 +154,14 @@ describe("createCodemode with subagents", () => {
 
   it("leaves no open task database behind, after close and after a create that failed", async () => {
     const dataDir = tempDir();
-    const openDatabases = () => readdirSync("/proc/self/fd").filter((fd) => {
-      try {
-        return readlinkSync(`/proc/self/fd/${fd}`).startsWith(join(dataDir, "tasks.db"));
-      } catch {
-        return false;
-      }
-    }).length;
+    const openDatabases = () =>
+      readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`).startsWith(join(dataDir, "tasks.db"));
+        } catch {
+          return false;
+        }
+      }).length;
     const clash = [{ name: "tool_info", description: "clashes with the runtime's own", execute: async () => "x" }];
     await expect(createCodemode({ dataDir, agentDirs: [], tools: clash })).rejects.toThrow(/two tools are reached as tools\.tool_info/);
     expect(openDatabases()).toBe(0);
@@ -149,7 +174,9 @@ describe("createCodemode with subagents", () => {
   it("gives a script task a store of its own that ends with it (no session file per task)", async () => {
     const dataDir = tempDir();
     const cm = await open({ dataDir, agentDirs: [], agents: [{ name: "keeper", description: "stores", driver: "script", scriptCode: "store('seen', task); text(String(load('seen')))" }] });
-    const result = await cm.run(`const a = await tools.ptc_subagent({ agent: "keeper", task: "one" }); const b = await tools.ptc_subagent({ agent: "keeper", task: "two" }); return [a.status, b.status]`);
+    const result = await cm.run(
+      `const a = await tools.ptc_subagent({ agent: "keeper", task: "one" }); const b = await tools.ptc_subagent({ agent: "keeper", task: "two" }); return [a.status, b.status]`,
+    );
     expect(result.structuredContent.value).toStrictEqual(["succeeded", "succeeded"]);
     expect(existsSync(join(dataDir, "sessions"))).toBe(false);
   });

@@ -5,8 +5,7 @@ import { z } from "zod";
 import { ToolSet, toolPath } from "../../src/codemode/tool-set.js";
 import { defineTool, type Tool } from "../../src/tools/index.js";
 
-const tool = (name: string, namespace?: string): Tool =>
-  defineTool({ name, ...(namespace ? { namespace } : {}), description: name, input: z.object({}), execute: () => "ok" });
+const tool = (name: string, namespace?: string): Tool => defineTool({ name, ...(namespace ? { namespace } : {}), description: name, input: z.object({}), execute: () => "ok" });
 
 describe("ToolSet", () => {
   const own = tool("ptc_task_list");

@@ -44,7 +44,10 @@ describe("what a program gets from a tool without an output schema", () => {
 
   it("a value that is not JSON rejects with tool_output_invalid", async () => {
     const result = await cm.run(`try { await tools.not_json() } catch (e) { return [e.code, e.message] }`);
-    expect(result.structuredContent.value).toStrictEqual(["tool_output_invalid", "tools.not_json() returned a value that is not JSON (Do not know how to serialize a BigInt); the tool must return JSON data"]);
+    expect(result.structuredContent.value).toStrictEqual([
+      "tool_output_invalid",
+      "tools.not_json() returned a value that is not JSON (Do not know how to serialize a BigInt); the tool must return JSON data",
+    ]);
   });
 
   it("declarations say unknown for such tools", () => {

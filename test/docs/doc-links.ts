@@ -125,4 +125,3 @@ export function referenceProblems(root: string, pages: readonly string[], source
   }
   return problems;
 }
-

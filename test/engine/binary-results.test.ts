@@ -77,7 +77,26 @@ describe("binary tool results", () => {
 
   it("give the same value for the edge cases: -0, 2^31, lone surrogates, __proto__ and integer keys, deep nesting, a large array", async () => {
     const object = JSON.parse('{"__proto__": {"x": 1}, "10": "ten", "2": 2, "b": 1, "4294967295": 1, "2147483648": 1, "-1": 1, "01": 1}') as unknown;
-    for (const value of [-0, [-0, 0], 2 ** 31, -(2 ** 31), 2 ** 31 - 1, 2 ** 53, 1e-7, 0.1, "\ud800", "a\udc00b", "\u2603\ud83d\ude00", "é", "", object, { a: undefined, b: 1 }, nested(900), Array.from({ length: 100_000 }, (_, i) => i % 3 ? i : `s${i}`), { "": { "": [] } }]) {
+    for (const value of [
+      -0,
+      [-0, 0],
+      2 ** 31,
+      -(2 ** 31),
+      2 ** 31 - 1,
+      2 ** 53,
+      1e-7,
+      0.1,
+      "\ud800",
+      "a\udc00b",
+      "\u2603\ud83d\ude00",
+      "é",
+      "",
+      object,
+      { a: undefined, b: 1 },
+      nested(900),
+      Array.from({ length: 100_000 }, (_, i) => (i % 3 ? i : `s${i}`)),
+      { "": { "": [] } },
+    ]) {
       await samePaths(value);
     }
   });

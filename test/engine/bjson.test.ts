@@ -54,7 +54,12 @@ const number = fc.oneof(
   fc.double({ noNaN: true, noDefaultInfinity: true }),
   fc.constantFrom(-0, 0, -1.0000313825228672e-6, 2 ** 31, -(2 ** 31), 2 ** 31 - 1, -(2 ** 31) - 1, 2 ** 53, Number.MAX_VALUE, Number.MIN_VALUE, 1e21, 1e-7, 0.1),
 );
-const text = fc.oneof(fc.string(), fc.string({ unit: "binary" }), fc.string({ unit: "grapheme" }), fc.constantFrom("\ud800", "\udfff", "a\ud800b", "\u0000", '"\\', "\u2028", "x".repeat(40), "é".repeat(40), "\u2603".repeat(40)));
+const text = fc.oneof(
+  fc.string(),
+  fc.string({ unit: "binary" }),
+  fc.string({ unit: "grapheme" }),
+  fc.constantFrom("\ud800", "\udfff", "a\ud800b", "\u0000", '"\\', "\u2028", "x".repeat(40), "é".repeat(40), "\u2603".repeat(40)),
+);
 const leaf = fc.oneof(text, number, fc.boolean(), fc.constant(null));
 const { json } = fc.letrec((tie) => ({
   json: fc.oneof({ depthSize: "small", withCrossShrink: true }, leaf, tie("array"), tie("object")),
@@ -91,8 +96,19 @@ describe("the guest gets the value the JSON path gives it", () => {
       -0,
       [-0, 0, 2 ** 31, -(2 ** 31), 2 ** 31 - 1, 2 ** 32, 1e21, 5e-324],
       ["\ud800", "\udc00x", "x\ud83d", "\ud83d\ude00", "\u0000", "é", "\u00ff\u0100"],
-      objectOf([["__proto__", { polluted: true }], ["constructor", 1]]),
-      objectOf([["b", 1], ["10", 2], ["2", 3], ["a", 4], ["4294967295", 5], ["2147483648", 6], ["01", 7]]),
+      objectOf([
+        ["__proto__", { polluted: true }],
+        ["constructor", 1],
+      ]),
+      objectOf([
+        ["b", 1],
+        ["10", 2],
+        ["2", 3],
+        ["a", 4],
+        ["4294967295", 5],
+        ["2147483648", 6],
+        ["01", 7],
+      ]),
       { kept: 1, dropped: undefined, alsoKept: [1] },
       Object.assign(Object.create(null), { nullPrototype: true }),
     ];
@@ -206,7 +222,13 @@ describe("encoders generated per output schema", () => {
       children: Tree[];
     }
     const tree: z.ZodType<Tree> = z.lazy(() => z.object({ name: z.string(), children: z.array(tree) }));
-    const value: Tree = { name: "root", children: [{ name: "leaf", children: [] }, { name: "branch", children: [{ name: "deep", children: [] }] }] };
+    const value: Tree = {
+      name: "root",
+      children: [
+        { name: "leaf", children: [] },
+        { name: "branch", children: [{ name: "deep", children: [] }] },
+      ],
+    };
     expect(bothPaths(value, encoderFor(tree)(value)!)).toBe("");
     expect(encoderFor(tree)({ name: "root", children: [{ name: 1, children: [] }] })).toBeUndefined();
   });

@@ -33,7 +33,10 @@ function echoing(handle: () => ReturnType<SandboxEngine["run"]>): RunCallbacks {
 
 async function echoRun(target: SandboxEngine, code: string) {
   let handle!: ReturnType<SandboxEngine["run"]>;
-  handle = target.run(request(code), echoing(() => handle));
+  handle = target.run(
+    request(code),
+    echoing(() => handle),
+  );
   return handle.done;
 }
 

@@ -332,7 +332,9 @@ describe("unsupported and misuse", () => {
     const oneGlobal = [6, 6, 1, 0x7f, 1, 0x41, 0x20, 0x0b]; // (global (mut i32) (i32.const 32))
     const data = [11, 8, 1, 0, 0x41, 0x08, 0x0b, 2, 0x20, 0]; // 32 stored at 8: a heap-base word
     expect(() => binaryLayout(module(oneGlobal, data))).toThrow("the module defines its own memory instead of importing it");
-    expect(() => binaryLayout(module(importMemory, [6, 11, 2, 0x7f, 1, 0x41, 0x20, 0x0b, 0x7f, 1, 0x41, 0, 0x0b], data))).toThrow("the module has 2 mutable globals; only the stack pointer was expected");
+    expect(() => binaryLayout(module(importMemory, [6, 11, 2, 0x7f, 1, 0x41, 0x20, 0x0b, 0x7f, 1, 0x41, 0, 0x0b], data))).toThrow(
+      "the module has 2 mutable globals; only the stack pointer was expected",
+    );
     expect(() => binaryLayout(module(importMemory, oneGlobal, [7, 6, 1, 2, 0x73, 0x70, 3, 0], data))).toThrow("the stack pointer is exported (something outside may move it)");
     expect(() => binaryLayout(module(importMemory, oneGlobal, [11, 8, 1, 0, 0x23, 0x00, 0x0b, 2, 0x20, 0]))).toThrow("a data segment is passive or has a computed offset");
     expect(binaryLayout(module(importMemory, oneGlobal, data))).toStrictEqual({ stackTop: 32, dataEnd: 10, brkCandidates: new Map([[8, 32]]) });

@@ -50,7 +50,9 @@ console.log(JSON.stringify({ done: d.id, quiet: q.id, escaper: e.id }));`,
         const r = byId.get(id)!;
         expect([r.status, r.lostReason, r.processes?.pgid]).toStrictEqual(["lost", "host_exited_while_running", expect.any(Number)]);
         expect(r.errorMessage).toMatch(
-          new RegExp(`^the host \\(pid ${host.child.pid}\\) exited while the task was running; its output so far is kept — read it with ptc_task_output, or spawn the task again; the \\d+ processes it left running were stopped$`),
+          new RegExp(
+            `^the host \\(pid ${host.child.pid}\\) exited while the task was running; its output so far is kept — read it with ptc_task_output, or spawn the task again; the \\d+ processes it left running were stopped$`,
+          ),
         );
       }
       await until(() => pids.every((pid) => !processAlive(pid)), "every process of the lost tasks to be stopped");

@@ -13,7 +13,10 @@ afterAll(cleanUp);
 const cli = (cwd: string, ...args: string[]) => spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: "utf8", input: args[0] === "run" ? 'text("ran")' : "" });
 
 async function seed(dataDir: string): Promise<string> {
-  const host = new TaskHost({ store: sqliteTaskStore(dataDir), agents: new AgentRegistry({ dirs: [], agents: [{ name: "echo", description: "d", driver: "command", command: ["echo", "written before"] }] }) });
+  const host = new TaskHost({
+    store: sqliteTaskStore(dataDir),
+    agents: new AgentRegistry({ dirs: [], agents: [{ name: "echo", description: "d", driver: "command", command: ["echo", "written before"] }] }),
+  });
   const rec = await host.spawn({ agent: "echo", task: "t" });
   await host.close();
   host.store.close();

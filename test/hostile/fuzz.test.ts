@@ -62,10 +62,10 @@ const leaf = fc.oneof(
     '({ get x() { throw new Error("getter") } })',
     '({ toJSON() { return "j" } })',
     "({ toJSON() { return undefined } })",
-    '({ toJSON: () => 1n })',
+    "({ toJSON: () => 1n })",
     "Object.create(null)",
     "[1, , 3]",
-    'Object.assign(Object.create({ inherited: 1 }), { own: 2 })',
+    "Object.assign(Object.create({ inherited: 1 }), { own: 2 })",
     'new Error("e")',
     "new Boolean(false)",
     'new String("s")',
@@ -184,14 +184,18 @@ describe("fuzzing the crossing", () => {
 
   it("store/load round-trips JSON values within a run and into the next run of the session", async () => {
     await fc.assert(
-      fc.asyncProperty(json, key.filter((k) => k !== ""), async (value, name) => {
-        const session = `fuzz-store-${sessions++}`;
-        const stored = await run(`store(${JSON.stringify(name)}, ${literal(value)}); return load(${JSON.stringify(name)})`, session);
-        expect(stored.structuredContent.status, JSON.stringify(stored.structuredContent)).toBe("ok");
-        expect(JSON.stringify(stored.structuredContent.value)).toBe(JSON.stringify(value));
-        const loaded = await run(`return [load(${JSON.stringify(name)})]`, session);
-        expect(JSON.stringify(loaded.structuredContent.value)).toBe(JSON.stringify([value]));
-      }),
+      fc.asyncProperty(
+        json,
+        key.filter((k) => k !== ""),
+        async (value, name) => {
+          const session = `fuzz-store-${sessions++}`;
+          const stored = await run(`store(${JSON.stringify(name)}, ${literal(value)}); return load(${JSON.stringify(name)})`, session);
+          expect(stored.structuredContent.status, JSON.stringify(stored.structuredContent)).toBe("ok");
+          expect(JSON.stringify(stored.structuredContent.value)).toBe(JSON.stringify(value));
+          const loaded = await run(`return [load(${JSON.stringify(name)})]`, session);
+          expect(JSON.stringify(loaded.structuredContent.value)).toBe(JSON.stringify([value]));
+        },
+      ),
       { numRuns: RUNS / 2 },
     );
   });

@@ -5,7 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCodemode, defineTool, z, type Codemode } from "../../src/index.js";
 
 let calls = 0;
-const count = defineTool({ name: "count", description: "Counts its calls.", input: z.object({ v: z.unknown().optional() }), output: z.object({ n: z.number() }), execute: async () => ({ n: ++calls }) });
+const count = defineTool({
+  name: "count",
+  description: "Counts its calls.",
+  input: z.object({ v: z.unknown().optional() }),
+  output: z.object({ n: z.number() }),
+  execute: async () => ({ n: ++calls }),
+});
 
 let cm: Codemode;
 beforeAll(async () => {

@@ -73,7 +73,14 @@ describe("approvals over MCP", () => {
         message: `A program wants to make a call that needs your approval:\n- tools.deploy({"env":"prod"})`,
         requestedSchema: {
           type: "object",
-          properties: { call_2: { type: "string", title: "tools.deploy", description: "allow: run it once; deny: refuse it; always: allow it and the same call for the rest of the session", enum: ["allow", "deny", "always"] } },
+          properties: {
+            call_2: {
+              type: "string",
+              title: "tools.deploy",
+              description: "allow: run it once; deny: refuse it; always: allow it and the same call for the rest of the session",
+              enum: ["allow", "deny", "always"],
+            },
+          },
           required: ["call_2"],
         },
       },

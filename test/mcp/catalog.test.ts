@@ -80,7 +80,9 @@ describe("a catalog of 50 bound tools", () => {
       ].join("\n"),
     );
     // An input schema zod cannot express (if/then) is declared from the schema as the server gave it.
-    expect(declarationOf(full, "convert_currency")).toContain("      /** How much */\n      amount: number;\n      /** ISO 4217 code, e.g. EUR */\n      from: string;\n      /** ISO 4217 code */\n      to?: string;\n    }): Promise<");
+    expect(declarationOf(full, "convert_currency")).toContain(
+      "      /** How much */\n      amount: number;\n      /** ISO 4217 code, e.g. EUR */\n      from: string;\n      /** ISO 4217 code */\n      to?: string;\n    }): Promise<",
+    );
   });
 
   it("ptc_run_code's description stays within the prompt budget and still names every tool with one line", async () => {
@@ -89,7 +91,9 @@ describe("a catalog of 50 bound tools", () => {
     const description = run.description!;
     expect(Buffer.byteLength(full)).toBeGreaterThan(40_000);
     expect(Buffer.byteLength(description)).toBeLessThanOrEqual(Buffer.byteLength(`${BINDING_CONTRACT}\n\nTools a program can call:\n`) + DEFAULT_DECLARATIONS_BUDGETS.prompt);
-    expect(description).toMatch(/\n {2}\/\/ \d+ tools are declared with one line only \(over the declarations budget\): tool_search\(\{ query, declarations: true \}\) gives their declarations, tool_info\(\{ tool_id \}\) one tool's schemas\.\n/);
+    expect(description).toMatch(
+      /\n {2}\/\/ \d+ tools are declared with one line only \(over the declarations budget\): tool_search\(\{ query, declarations: true \}\) gives their declarations, tool_info\(\{ tool_id \}\) one tool's schemas\.\n/,
+    );
     expect(description).not.toContain("not declared here");
     for (const name of ["read_text_file", "create_entities", "find_free_slots", "convert_currency", "read_file", "ptc_subagent", "tool_search", "tool_info"]) {
       expect(description, name).toMatch(new RegExp(`\\n +function ${name}\\(`));

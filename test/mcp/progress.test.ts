@@ -33,7 +33,10 @@ describe("codemode mcp: progress notifications", () => {
   beforeAll(async () => {
     cwd = tempProject({});
     mkdirSync(join(cwd, ".codemode", "agents"), { recursive: true });
-    writeFileSync(join(cwd, ".codemode", "agents", "gate.md"), `---\nname: gate\ndescription: waits for a file\ndriver: command\ncommand: [${JSON.stringify(process.execPath)}, "-e", ${JSON.stringify(GATE)}, "{task}"]\n---\nWaits.\n`);
+    writeFileSync(
+      join(cwd, ".codemode", "agents", "gate.md"),
+      `---\nname: gate\ndescription: waits for a file\ndriver: command\ncommand: [${JSON.stringify(process.execPath)}, "-e", ${JSON.stringify(GATE)}, "{task}"]\n---\nWaits.\n`,
+    );
     const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp"], cwd, stderr: "pipe" });
     client = new Client({ name: "progress-test", version: "1.0.0" });
     // A notification for a call that has already answered would land here ("unknown token").
@@ -118,7 +121,10 @@ describe("codemode mcp: progress notifications", () => {
     expect(run.openedEarly()).toBe(true);
     expectCounting(run.updates);
     const messages = run.updates.map((u) => u.message!);
-    expect(messages.some((m) => /^task \S+ \(workflow, "gated"\): running/.test(m)), messages.join("\n")).toBe(true);
+    expect(
+      messages.some((m) => /^task \S+ \(workflow, "gated"\): running/.test(m)),
+      messages.join("\n"),
+    ).toBe(true);
     expect(messages.some((m) => /^task \S+ \(gate, "wait"\): running, 21 bytes of output, last line: waiting for the gate$/.test(m))).toBe(true);
     nothingAfterResults();
   });

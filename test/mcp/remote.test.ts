@@ -26,7 +26,13 @@ function catalogServer(): McpServer {
   const server = new McpServer({ name: "catalog", version: "1.0.0" });
   server.registerTool(
     "lookup",
-    { title: "Part lookup", annotations: { readOnlyHint: true, openWorldHint: false }, description: "Look up a part by number.", inputSchema: { part: z.string() }, outputSchema: { part: z.string(), price: z.number(), tags: z.array(z.string()) } },
+    {
+      title: "Part lookup",
+      annotations: { readOnlyHint: true, openWorldHint: false },
+      description: "Look up a part by number.",
+      inputSchema: { part: z.string() },
+      outputSchema: { part: z.string(), price: z.number(), tags: z.array(z.string()) },
+    },
     async ({ part }) => {
       const value = { part, price: 12.5, tags: ["steel", "m4"] };
       return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value };

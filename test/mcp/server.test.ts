@@ -28,7 +28,10 @@ describe("codemode mcp", () => {
     mkdirSync(join(cwd, ".codemode", "agents"), { recursive: true });
     writeFileSync(join(cwd, ".codemode", "agents", "shout.md"), "---\nname: shout\ndescription: upper-cases its task\ndriver: script\nscript: shout.js\n---\nShouts.\n");
     writeFileSync(join(cwd, ".codemode", "agents", "shout.js"), "text(task.toUpperCase() + '!')");
-    writeFileSync(join(cwd, ".codemode", "agents", "crash.md"), `---\nname: crash\ndescription: always fails\ndriver: command\ncommand: [${JSON.stringify(process.execPath)}, "-e", "process.stderr.write('disk full'); process.exit(3)"]\n---\nFails.\n`);
+    writeFileSync(
+      join(cwd, ".codemode", "agents", "crash.md"),
+      `---\nname: crash\ndescription: always fails\ndriver: command\ncommand: [${JSON.stringify(process.execPath)}, "-e", "process.stderr.write('disk full'); process.exit(3)"]\n---\nFails.\n`,
+    );
     ({ client, stderr } = await connect(cwd));
     // What the runtime itself offers a model, whatever it grows to: the server lists exactly that.
     const cm = await createCodemode({ workers: { min: 0 } });
@@ -133,11 +136,9 @@ return { before: before.count, handle: [handle.status, handle.report_channel, "u
 
   it("a client that cancels a call stops its program; the server keeps serving", async () => {
     const controller = new AbortController();
-    const call = client.callTool(
-      { name: "ptc_run_code", arguments: { session: "cancel", code: "let i = 0; for (;;) { store('ticks', ++i); await sleep(5); }" } },
-      undefined,
-      { signal: controller.signal },
-    );
+    const call = client.callTool({ name: "ptc_run_code", arguments: { session: "cancel", code: "let i = 0; for (;;) { store('ticks', ++i); await sleep(5); }" } }, undefined, {
+      signal: controller.signal,
+    });
     // Cancel once the program is visibly running (its session store is ticking).
     const ticks = async () => (await client.callTool({ name: "ptc_run_code", arguments: { session: "cancel", code: "return load('ticks') ?? 0" } })).structuredContent as { value: number };
     while ((await ticks()).value < 3) await new Promise((resolve) => setTimeout(resolve, 20));

@@ -52,10 +52,10 @@ describe("upstream MCP servers", () => {
       'MCP server "inventory": tool "bad name" cannot be bound: defineTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received "bad name"',
     ]);
     const failures = upstreams.warnings.slice(2);
-    expect(failures[0]).toBe(
-      'MCP server "missing" (/nonexistent/codemode-upstream) failed to start: spawn /nonexistent/codemode-upstream ENOENT; its tools are not available (tools.missing.*)',
+    expect(failures[0]).toBe('MCP server "missing" (/nonexistent/codemode-upstream) failed to start: spawn /nonexistent/codemode-upstream ENOENT; its tools are not available (tools.missing.*)');
+    expect(failures[1]).toMatch(
+      /^MCP server "dies" \(.+\) failed to start: MCP error -32000: Connection closed; its stderr ends with: cannot start: INVENTORY_TOKEN is not set; its tools are not available \(tools\.dies\.\*\)$/,
     );
-    expect(failures[1]).toMatch(/^MCP server "dies" \(.+\) failed to start: MCP error -32000: Connection closed; its stderr ends with: cannot start: INVENTORY_TOKEN is not set; its tools are not available \(tools\.dies\.\*\)$/);
     expect(failures[2]).toMatch(
       /^MCP server "silent" \(.+\) failed to start: MCP error -32001: Request timed out; it did not finish starting within 1500 ms \(raise "startupTimeoutMs" of this server in codemode\.json if it needs longer\); its tools are not available \(tools\.silent\.\*\)$/,
     );
@@ -200,7 +200,9 @@ describe("allow-lists and the read-only tier against upstream tools with workspa
     });
     try {
       const outputOf = (agent: string) =>
-        cm.run(`await tools.ptc_subagent({ agent: "${agent}", task: "t" }); const { tasks } = await tools.ptc_task_list({}); return (await tools.ptc_task_output({ task_id: tasks.at(-1).id })).output`);
+        cm.run(
+          `await tools.ptc_subagent({ agent: "${agent}", task: "t" }); const { tasks } = await tools.ptc_task_list({}); return (await tools.ptc_task_output({ task_id: tasks.at(-1).id })).output`,
+        );
       const bare = await outputOf("bare");
       expect(JSON.parse(bare.structuredContent.value as string)).toEqual({
         ws: "workspace note",

@@ -95,15 +95,29 @@ describe("the packed package, installed into another project", () => {
   });
 
   it("packs the bundled library and CLI with LICENSE, README and the declarations: no sources, tests, benchmarks, source maps or unbundled modules", () => {
-    for (const file of ["LICENSE", "README.md", "package.json", "bin/codemode.js", "sandbox/prelude.js", "dist/bundle/index.js", "dist/src/index.d.ts", "dist/bundle/cli/main.js", "dist/bundle/engine/worker.js", "dist/bundle/workspace/scan-worker.js", "dist/bundle/tasks/redis/store-thread.js"]) {
+    for (const file of [
+      "LICENSE",
+      "README.md",
+      "package.json",
+      "bin/codemode.js",
+      "sandbox/prelude.js",
+      "dist/bundle/index.js",
+      "dist/src/index.d.ts",
+      "dist/bundle/cli/main.js",
+      "dist/bundle/engine/worker.js",
+      "dist/bundle/workspace/scan-worker.js",
+      "dist/bundle/tasks/redis/store-thread.js",
+    ]) {
       expect(packed, file).toContain(file);
     }
     const outside = packed.filter((file) => !file.startsWith("dist/src/") && !file.startsWith("dist/bundle/") && !file.startsWith("sandbox/") && !file.startsWith("bin/"));
     expect(outside).toStrictEqual(["LICENSE", "README.md", "package.json"]);
-    expect(packed.filter((file) => file.endsWith(".map") || file.endsWith(".ts") && !file.endsWith(".d.ts"))).toStrictEqual([]);
+    expect(packed.filter((file) => file.endsWith(".map") || (file.endsWith(".ts") && !file.endsWith(".d.ts")))).toStrictEqual([]);
     // The code runs from the bundle only; dist/src holds the declarations of every module of src/, and nothing from bench/ or test/.
     expect(packed.filter((file) => file.startsWith("dist/src/") && !file.endsWith(".d.ts"))).toStrictEqual([]);
-    const declarations = walk(join(ROOT, "src")).filter((file) => file.endsWith(".ts") && !file.endsWith(".d.ts")).map((file) => `dist/${file.slice(ROOT.length + 1).replace(/\.ts$/, ".d.ts")}`);
+    const declarations = walk(join(ROOT, "src"))
+      .filter((file) => file.endsWith(".ts") && !file.endsWith(".d.ts"))
+      .map((file) => `dist/${file.slice(ROOT.length + 1).replace(/\.ts$/, ".d.ts")}`);
     for (const module of declarations) expect(packed, module).toContain(module);
     expect(packed.filter((file) => file.startsWith("dist/src/") && !declarations.includes(file))).toStrictEqual([]);
     const shipped = walk(installed).filter((file) => file.endsWith(".js"));
@@ -171,7 +185,19 @@ void defineTool({ name: "bad", description: "Bad.", input: z.object({}), output:
     );
     writeFileSync(
       join(project, "tsconfig.json"),
-      JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, types: ["node"], typeRoots: [join(ROOT, "node_modules", "@types")], noEmit: true, skipLibCheck: true }, files: ["use.ts"] }),
+      JSON.stringify({
+        compilerOptions: {
+          target: "ES2022",
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          strict: true,
+          types: ["node"],
+          typeRoots: [join(ROOT, "node_modules", "@types")],
+          noEmit: true,
+          skipLibCheck: true,
+        },
+        files: ["use.ts"],
+      }),
     );
     // skipLibCheck: the dependencies' own declarations are theirs to check; ours are checked through their use.
     await sh(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"], project);

@@ -20,19 +20,25 @@ beforeAll(async () => {
   // First reply: call read_file and write_file; second: answer.
   server = createServer((req, res) => {
     let raw = "";
-    req.on("data", (d) => (raw += d)).on("end", () => {
-      const body = JSON.parse(raw);
-      requests.push(body);
-      const first = body.messages.length === 1;
-      const message = first
-        ? { role: "assistant", content: null, tool_calls: [
-            { id: "c1", type: "function", function: { name: "read_file", arguments: JSON.stringify({ path: "a.txt", start_line: 2 }) } },
-            { id: "c2", type: "function", function: { name: "write_file", arguments: JSON.stringify({ path: "b.txt", content: "x" }) } },
-            { id: "c3", type: "function", function: { name: "read_file", arguments: JSON.stringify({ path: "../etc/passwd" }) } },
-          ] }
-        : { role: "assistant", content: "read it" };
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [{ index: 0, message, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 1 } }));
-    });
+    req
+      .on("data", (d) => (raw += d))
+      .on("end", () => {
+        const body = JSON.parse(raw);
+        requests.push(body);
+        const first = body.messages.length === 1;
+        const message = first
+          ? {
+              role: "assistant",
+              content: null,
+              tool_calls: [
+                { id: "c1", type: "function", function: { name: "read_file", arguments: JSON.stringify({ path: "a.txt", start_line: 2 }) } },
+                { id: "c2", type: "function", function: { name: "write_file", arguments: JSON.stringify({ path: "b.txt", content: "x" }) } },
+                { id: "c3", type: "function", function: { name: "read_file", arguments: JSON.stringify({ path: "../etc/passwd" }) } },
+              ],
+            }
+          : { role: "assistant", content: "read it" };
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ choices: [{ index: 0, message, finish_reason: "stop" }], usage: { prompt_tokens: 5, completion_tokens: 1 } }));
+      });
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;

@@ -15,26 +15,26 @@ beforeAll(async () => {
   writeFileSync(join(root, "notes.txt"), "alpha\nbeta\n");
   const agents: AgentInput[] = [
     // Squares its task after a short wait, so that some children are still running when polled.
-      { name: "squarer", description: "squares a number", driver: "script", scriptCode: "await sleep(20); text(String(Number(task) * Number(task)));" },
-      {
-        name: "reader",
-        description: "read-only agent that tries to write",
-        driver: "script",
-        readOnly: true,
-        tools: ["read_file", "write_file"],
-        scriptCode: `const f = await tools.read_file({ path: "notes.txt" });
+    { name: "squarer", description: "squares a number", driver: "script", scriptCode: "await sleep(20); text(String(Number(task) * Number(task)));" },
+    {
+      name: "reader",
+      description: "read-only agent that tries to write",
+      driver: "script",
+      readOnly: true,
+      tools: ["read_file", "write_file"],
+      scriptCode: `const f = await tools.read_file({ path: "notes.txt" });
 // The engine's wording of the unknown-tool error is its own; this checks only that it is refused.
 let w; try { w = typeof tools.write_file; } catch (e) { w = e.name + (e.message.startsWith("tools.write_file is not a tool") ? " (not a tool)" : ": " + e.message); }
 let s; try { s = typeof tools.ptc_subagent; } catch (e) { s = e.name; }
 text(f.content.split("\\n").length + " lines; write_file: " + w + "; spawn: " + s);`,
-      },
-      {
-        name: "writer",
-        description: "may write",
-        driver: "script",
-        tools: ["write_file"],
-        scriptCode: `await tools.write_file({ path: "out.txt", content: task }); text("wrote");`,
-      },
+    },
+    {
+      name: "writer",
+      description: "may write",
+      driver: "script",
+      tools: ["write_file"],
+      scriptCode: `await tools.write_file({ path: "out.txt", content: task }); text("wrote");`,
+    },
   ];
   // The runtime wires its own task host, ptc_* tools and script runner.
   cm = await createCodemode({ agents, agentDirs: [], tools: workspaceTools({ root, write: true }), tasks: { killGraceMs: 100 }, workers: { max: 4 } });
@@ -94,9 +94,7 @@ text(JSON.stringify({ sum, statuses, stopped: [stopped.from_status, stopped.stat
     const out = await cm.run(`const r = await tools.ptc_subagent({ agent: "reader", task: "look" }); text(r.read_only_tier + " " + r.report_channel);`);
     expect(out.content).toStrictEqual([{ type: "text", text: "enforced none" }]);
     const rec = host.list({ limit: 1 }).records[0]!;
-    expect(host.output(rec.id).output).toBe(
-      "2 lines; write_file: TypeError (not a tool); spawn: TypeError",
-    );
+    expect(host.output(rec.id).output).toBe("2 lines; write_file: TypeError (not a tool); spawn: TypeError");
     expect(existsSync(join(root, "x.txt"))).toBe(false);
     const w = await cm.run(`const r = await tools.ptc_subagent({ agent: "writer", task: "hello" }); text(r.status);`);
     expect(w.content).toStrictEqual([{ type: "text", text: "succeeded" }]);

@@ -25,7 +25,10 @@ describe("codemodeScriptRunner", () => {
   it("joins a thousand flushes into one batch, pieces separated by newlines as in the run's content", async () => {
     const writes: string[] = [];
     const flushes = Array.from({ length: 1000 }, (_, i) => [`line ${i}`]);
-    const result = await codemodeScriptRunner(hostFlushing(flushes))("x", options((text) => writes.push(text)));
+    const result = await codemodeScriptRunner(hostFlushing(flushes))(
+      "x",
+      options((text) => writes.push(text)),
+    );
     expect(writes).toStrictEqual([flushes.map(([line]) => line).join("\n")]);
     expect(result).toStrictEqual({ output: "", ok: true });
   });
@@ -33,14 +36,23 @@ describe("codemodeScriptRunner", () => {
   it("writes a batch once it holds 64 KiB, without waiting for the timer", async () => {
     const writes: string[] = [];
     const big = "x".repeat(40 * 1024);
-    await codemodeScriptRunner(hostFlushing([[big], [big], ["tail"]]))("x", options((text) => writes.push(text)));
+    await codemodeScriptRunner(hostFlushing([[big], [big], ["tail"]]))(
+      "x",
+      options((text) => writes.push(text)),
+    );
     expect(writes).toStrictEqual([`${big}\n${big}`, "\ntail"]);
   });
 
   it("after streamed text, the log gets the failure and the warnings; with nothing printed, the run's content", async () => {
-    const failed = await codemodeScriptRunner(hostFlushing([["partial"]], { ok: false, warnings: ["w1"] }))("x", options(() => undefined));
+    const failed = await codemodeScriptRunner(hostFlushing([["partial"]], { ok: false, warnings: ["w1"] }))(
+      "x",
+      options(() => undefined),
+    );
     expect(failed).toStrictEqual({ output: "\n\nScript failed (exception): Error: boom (line 2, column 7)\n\nWarnings:\n- w1", ok: false, error: "exception: Error: boom" });
-    const silent = await codemodeScriptRunner(hostFlushing([]))("x", options(() => undefined));
+    const silent = await codemodeScriptRunner(hostFlushing([]))(
+      "x",
+      options(() => undefined),
+    );
     expect(silent).toStrictEqual({ output: "(content)", ok: true });
   });
 });

@@ -48,7 +48,10 @@ for (const id of w.done) out.push((await tools.ptc_task_output({ task_id: id }))
 text([a.status, b.status, w.timed_out, out.join("+")].join(" "));`,
     };
     const cm = await open({ agents: [squarer, fanout], tasks: { maxRunning: 1 } });
-    const result = await cm.run(`const r = await tools.ptc_subagent({ agent: "fanout", task: "go" }); const o = await tools.ptc_task_output({ task_id: (await tools.ptc_task_list({})).tasks[0].id }); text(r.status + ": " + o.output);`, { timeoutMs: 20_000 });
+    const result = await cm.run(
+      `const r = await tools.ptc_subagent({ agent: "fanout", task: "go" }); const o = await tools.ptc_task_output({ task_id: (await tools.ptc_task_list({})).tasks[0].id }); text(r.status + ": " + o.output);`,
+      { timeoutMs: 20_000 },
+    );
     // Both children queued behind the one slot their parent held until it began to wait.
     expect(result.content).toStrictEqual([{ type: "text", text: "succeeded: queued queued false 9+16" }]);
   });

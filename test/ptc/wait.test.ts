@@ -190,10 +190,7 @@ describe("ptc_task_wait", () => {
     const two = await refusal(tools.ptc_task_wait!, { task_ids: ["x1", a, "x2"] });
     expect([two.code, two.message]).toStrictEqual(["task_not_found", 'unknown task ids "x1", "x2"; list task ids with ptc_task_list']);
     const self = await refusal(tools.ptc_task_wait!, { task_ids: [a] }, ctx({ taskId: a, depth: 1 }));
-    expect([self.code, self.message]).toStrictEqual([
-      "invalid_argument",
-      `task ${a} is the task this program runs in: it cannot end while its program waits for it; leave it out of "task_ids"`,
-    ]);
+    expect([self.code, self.message]).toStrictEqual(["invalid_argument", `task ${a} is the task this program runs in: it cannot end while its program waits for it; leave it out of "task_ids"`]);
     const empty = await refusal(tools.ptc_task_wait!, { task_ids: [] });
     expect(empty.code).toBe("tool_invalid_input");
     const until = await refusal(tools.ptc_task_wait!, { task_ids: [a], until: "some" });
@@ -258,8 +255,19 @@ describe("tasks of another host", () => {
     // Written by a host that is gone (its pid is past any real one), after this host looked for such records.
     const id = "01ARZ3NDEKTSV4RRFFQ69G5FAZ";
     store.insert({
-      id, agent: "gated", driver: "function", task: "t", label: "t", depth: 1, background: true,
-      cwd: "/", status: "running", owner: { pid: 2 ** 22 + 1, startTime: "proc:1" }, createdAt: 0, startedAt: 0, outputBytes: 0,
+      id,
+      agent: "gated",
+      driver: "function",
+      task: "t",
+      label: "t",
+      depth: 1,
+      background: true,
+      cwd: "/",
+      status: "running",
+      owner: { pid: 2 ** 22 + 1, startTime: "proc:1" },
+      createdAt: 0,
+      startedAt: 0,
+      outputBytes: 0,
     });
     const r = await call(tools.ptc_task_wait!, { task_ids: [id], timeout_ms: 30_000 });
     expect([r.sc.done, r.sc.timed_out, (r.sc.tasks as Array<{ status: string }>)[0]!.status]).toStrictEqual([[id], false, "lost"]);
@@ -271,10 +279,15 @@ describe("a waiting task holds no running slot", () => {
     const seen: number[] = [];
     let host!: TaskHost;
     const agents: AgentInput[] = [
-      { name: "leaf", description: "d", driver: "function", run: async ({ task }) => {
-        seen.push(host.running);
-        return `leaf ${task}`;
-      } },
+      {
+        name: "leaf",
+        description: "d",
+        driver: "function",
+        run: async ({ task }) => {
+          seen.push(host.running);
+          return `leaf ${task}`;
+        },
+      },
       {
         name: "fanout",
         description: "d",

@@ -54,7 +54,7 @@ describe("agents", () => {
       script: join(dirA, "reviewer.js"),
     });
     // retries (the Redis queue's opt-in to running a lost task again) is read like any field.
-    expect(parseAgentFile(join(root, "again.md"), "---\ndescription: d\ndriver: command\ncommand: [\"true\"]\nretries: 2\n---\n").retries).toBe(2);
+    expect(parseAgentFile(join(root, "again.md"), '---\ndescription: d\ndriver: command\ncommand: ["true"]\nretries: 2\n---\n').retries).toBe(2);
     expect(reg.get("claude")).toStrictEqual({
       name: "claude",
       description: "Claude Code",
@@ -79,9 +79,7 @@ describe("agents", () => {
     const reg = new AgentRegistry({ dirs: [dirA, dirB], agents: [{ name: "fn", description: "d", driver: "function", run: async () => "x" }] });
     const err = errorOf(() => reg.get("nope"));
     expect(err.code).toBe("agent_unknown");
-    expect(err.message).toBe(
-      `unknown agent "nope"; known agents: claude, fn, reviewer (loaded from code, ${dirA}, ${dirB}). Use one of them, or add nope.md to one of those directories`,
-    );
+    expect(err.message).toBe(`unknown agent "nope"; known agents: claude, fn, reviewer (loaded from code, ${dirA}, ${dirB}). Use one of them, or add nope.md to one of those directories`);
     const empty = new AgentRegistry({ dirs: [join(root, "none")] });
     expect(errorOf(() => empty.get("x")).message).toBe(
       `unknown agent "x": no agents are defined (searched code, ${join(root, "none")}). Add x.md with YAML front matter to one of those directories, or register the agent in code`,
@@ -94,12 +92,15 @@ describe("agents", () => {
       ["---\ndescription: d\ndriver: script\nscript: a.js\nread_only: yes please\n---\n", `agent file "${f}": line 5: field "read_only" expected boolean, received string`],
       ["---\ndescription: d\ndriver: telepathy\n---\n", `agent file "${f}": line 3: field "driver" expected one of "script"|"command"|"openai"`],
       ["---\ndescription: d\ndriver: command\n---\n", `agent file "${f}": field "command" is required for driver "command" (an argv list; "{task}" is replaced by the task)`],
-      ["---\ndescription: d\ndriver: openai\nmodel: m\ncolour: red\n---\n", `agent file "${f}": line 5: unknown field "colour" (driver fields: script (script), command (command, stdin, protocol, env), openai (base_url, api_key_env, prices, temperature))`],
+      [
+        "---\ndescription: d\ndriver: openai\nmodel: m\ncolour: red\n---\n",
+        `agent file "${f}": line 5: unknown field "colour" (driver fields: script (script), command (command, stdin, protocol, env), openai (base_url, api_key_env, prices, temperature))`,
+      ],
       ["no front matter", `agent file "${f}": must start with YAML front matter between "---" lines (name, description, driver, …)`],
       ["---\n- a\n- b\n---\n", `agent file "${f}": front matter must be a YAML mapping of fields (name, description, driver, …)`],
       ["---\ndescription: d\ndriver: openai\nmodel: m\nprices: { input: -1, output: 2 }\n---\n", `agent file "${f}": line 5: field "prices.input" Too small: expected number to be >=0`],
-      ["---\ndescription: d\ndriver: command\ncommand: [\"true\"]\nretries: 11\n---\n", `agent file "${f}": line 5: field "retries" Too big: expected number to be <=10`],
-      ["---\ndescription: d\ndriver: command\ncommand: [\"true\"]\nretries: 1.5\n---\n", `agent file "${f}": line 5: field "retries" expected int, received number`],
+      ['---\ndescription: d\ndriver: command\ncommand: ["true"]\nretries: 11\n---\n', `agent file "${f}": line 5: field "retries" Too big: expected number to be <=10`],
+      ['---\ndescription: d\ndriver: command\ncommand: ["true"]\nretries: 1.5\n---\n', `agent file "${f}": line 5: field "retries" expected int, received number`],
     ];
     for (const [text, message] of cases) {
       const err = errorOf(() => parseAgentFile(f, text));
@@ -116,16 +117,12 @@ describe("agents", () => {
   });
 
   it("validates agents registered in code", () => {
-    expect(errorOf(() => defineAgent({ name: "x", description: "d", driver: "function" })).message).toBe(
-      'agent "x": field "run" is required for driver "function" (an async function)',
-    );
+    expect(errorOf(() => defineAgent({ name: "x", description: "d", driver: "function" })).message).toBe('agent "x": field "run" is required for driver "function" (an async function)');
     expect(errorOf(() => defineAgent({ name: "bad name", description: "d", driver: "function", run: async () => "" })).message).toBe(
       `agent "bad name": field "name" must be letters, digits, '_', '.' or '-', starting with a letter or digit`,
     );
     const reg = new AgentRegistry({ dirs: [], agents: [{ name: "a", description: "d", driver: "function", run: async () => "" }] });
-    expect(errorOf(() => reg.register({ name: "a", description: "d", driver: "function", run: async () => "" })).message).toBe(
-      'agent "a" is registered twice; give each agent a unique name',
-    );
+    expect(errorOf(() => reg.register({ name: "a", description: "d", driver: "function", run: async () => "" })).message).toBe('agent "a" is registered twice; give each agent a unique name');
   });
 });
 

@@ -93,13 +93,14 @@ describe("command driver", () => {
   it("stops with SIGTERM, and SIGKILLs a child that ignores it after the grace period", async () => {
     const ready = "process.stdout.write('ready\\n');setInterval(()=>{},1000)";
     const h = host([cmd("polite", ready), cmd("stubborn", `process.on('SIGTERM',()=>{});${ready}`)]);
-    for (const [agent, exitCode] of [["polite", 143], ["stubborn", 137]] as const) {
+    for (const [agent, exitCode] of [
+      ["polite", 143],
+      ["stubborn", 137],
+    ] as const) {
       const t = await h.spawn({ agent, task: "t", background: true });
       while (h.output(t.id).outputBytes === 0) await new Promise((r) => setTimeout(r, 10));
       const s = await h.stop(t.id, "test");
-      expect([s.fromStatus, s.record.status, s.record.exitCode, s.record.stopReason, h.output(t.id).output]).toStrictEqual([
-        "running", "canceled", exitCode, "test", "ready\n",
-      ]);
+      expect([s.fromStatus, s.record.status, s.record.exitCode, s.record.stopReason, h.output(t.id).output]).toStrictEqual(["running", "canceled", exitCode, "test", "ready\n"]);
     }
   });
 
@@ -252,10 +253,22 @@ describe("a task's working directory", () => {
       const sub = await h.spawn({ agent: "pwd", task: "t", cwd: "sub" });
       expect([sub.cwd, h.output(sub.id).output]).toStrictEqual([join(root, "sub"), join(root, "sub")]);
       for (const [cwd, message] of [
-        ["/", `"cwd" "/" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`],
-        ["/root", `"cwd" "/root" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`],
-        ["escape", `"cwd" "escape" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`],
-        ["../", `"cwd" "../" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`],
+        [
+          "/",
+          `"cwd" "/" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`,
+        ],
+        [
+          "/root",
+          `"cwd" "/root" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`,
+        ],
+        [
+          "escape",
+          `"cwd" "escape" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`,
+        ],
+        [
+          "../",
+          `"cwd" "../" is outside the directories tasks may run in (${root}); pass a directory inside ${root}, or leave "cwd" out to run in ${root} (an operator adds directories with tasks.cwdRoots)`,
+        ],
         ["nope", `"cwd" "nope" does not exist (it resolves to ${join(root, "nope")}); pass an existing directory inside ${root}`],
         ["file.txt", `"cwd" "file.txt" is not a directory; pass a directory inside ${root}`],
       ] as const) {

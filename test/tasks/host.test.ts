@@ -69,7 +69,15 @@ describe("TaskHost with the function driver", () => {
 
   it("marks a child that exits 0 after an error as failed", async () => {
     const host = makeHost([
-      { name: "sloppy", description: "d", driver: "function", run: async ({ emit }) => { emit({ type: "error", message: "could not open file" }); return "finished anyway"; } },
+      {
+        name: "sloppy",
+        description: "d",
+        driver: "function",
+        run: async ({ emit }) => {
+          emit({ type: "error", message: "could not open file" });
+          return "finished anyway";
+        },
+      },
     ]);
     const err = await rejection(host.spawn({ agent: "sloppy", task: "t" }));
     expect(err.code).toBe("task_failed");
@@ -93,7 +101,15 @@ describe("TaskHost with the function driver", () => {
     const text = 'All good.\n```json\n{"summary":"s","findings":[{"what":"w","evidence":"e"}]}\n```\n';
     const host = makeHost([
       { name: "pj", description: "d", driver: "function", run: async () => text },
-      { name: "pjfail", description: "d", driver: "function", run: async ({ emit }) => { emit({ type: "text", text }); throw new Error("boom"); } },
+      {
+        name: "pjfail",
+        description: "d",
+        driver: "function",
+        run: async ({ emit }) => {
+          emit({ type: "text", text });
+          throw new Error("boom");
+        },
+      },
       { name: "quiet", description: "d", driver: "function", report: false, run: async () => text },
     ]);
     const ok = await host.spawn({ agent: "pj", task: "t" });
@@ -109,10 +125,30 @@ describe("TaskHost with the function driver", () => {
 
   it("a failed child's report channel says what was stored: a report event or fence on failure stores none", async () => {
     const host = makeHost([
-      { name: "eventful", description: "d", driver: "function", run: async ({ emit }) => { emit({ type: "report", report: { summary: "s" } }); emit({ type: "text", text: "x" }); throw new Error("crash"); } },
-      { name: "quietfail", description: "d", driver: "function", report: false, run: async () => { throw new Error("crash"); } },
+      {
+        name: "eventful",
+        description: "d",
+        driver: "function",
+        run: async ({ emit }) => {
+          emit({ type: "report", report: { summary: "s" } });
+          emit({ type: "text", text: "x" });
+          throw new Error("crash");
+        },
+      },
+      {
+        name: "quietfail",
+        description: "d",
+        driver: "function",
+        report: false,
+        run: async () => {
+          throw new Error("crash");
+        },
+      },
     ]);
-    for (const [agent, channel] of [["eventful", "none"], ["quietfail", "opted-out"]] as const) {
+    for (const [agent, channel] of [
+      ["eventful", "none"],
+      ["quietfail", "opted-out"],
+    ] as const) {
       const failed = host.get((await rejection(host.spawn({ agent, task: "t" }))).taskId!)!;
       expect([failed.status, failed.reportChannel, Object.hasOwn(failed, "report")]).toStrictEqual(["failed", channel, false]);
     }
@@ -141,15 +177,24 @@ describe("TaskHost with the function driver", () => {
     expect((await host.spawn({ agent: "echo", task: "t" }, { depth: 2 })).depth).toBe(3);
     const err = await rejection(host.spawn({ agent: "echo", task: "t" }, { depth: 3 }));
     expect(err.code).toBe("task_depth_exceeded");
-    expect(err.message).toBe(
-      'cannot spawn agent "echo" at depth 4: subagents nest at most 3 deep and this program already runs at depth 3; do this work here instead of spawning another subagent',
-    );
+    expect(err.message).toBe('cannot spawn agent "echo" at depth 4: subagents nest at most 3 deep and this program already runs at depth 3; do this work here instead of spawning another subagent');
     expect(host.list().total).toBe(1);
   });
 
   it("takes the depth from the parent task when one is named", async () => {
     const gate = deferred();
-    const host = makeHost([echo, { name: "wait", description: "d", driver: "function", run: async () => { await gate.promise; return "x"; } }]);
+    const host = makeHost([
+      echo,
+      {
+        name: "wait",
+        description: "d",
+        driver: "function",
+        run: async () => {
+          await gate.promise;
+          return "x";
+        },
+      },
+    ]);
     const parent = await host.spawn({ agent: "wait", task: "p", background: true }, { depth: 2 });
     expect(parent.depth).toBe(3);
     const err = await rejection(host.spawn({ agent: "echo", task: "t" }, { parentTaskId: parent.id, depth: 0 }));
@@ -205,7 +250,8 @@ describe("TaskHost with the function driver", () => {
     expect(spawned.map((r) => r.status)).toStrictEqual(["running", "queued", "queued"]);
     await expect(host.spawn({ agent: "gated", task: "t3", background: true })).rejects.toMatchObject({
       code: "task_queue_full",
-      message: 'cannot spawn agent "gated": 2 tasks are already waiting for one of 1 slots (the host\'s limit is 2 waiting); wait for some to finish (ptc_task_wait) or stop ones you no longer need (ptc_task_stop), then spawn again',
+      message:
+        'cannot spawn agent "gated": 2 tasks are already waiting for one of 1 slots (the host\'s limit is 2 waiting); wait for some to finish (ptc_task_wait) or stop ones you no longer need (ptc_task_stop), then spawn again',
     });
     gates.shift()!();
     await host.wait(spawned[0]!.id);
@@ -308,9 +354,7 @@ describe("TaskHost with the function driver", () => {
 
     const again = await rejection(host.stop(parent.id));
     expect(again.code).toBe("task_illegal_transition");
-    expect(again.message).toBe(
-      `task ${parent.id} cannot go from "canceled" to "canceled": it has already ended (canceled); read its output with ptc_task_output or spawn a new task`,
-    );
+    expect(again.message).toBe(`task ${parent.id} cannot go from "canceled" to "canceled": it has already ended (canceled); read its output with ptc_task_output or spawn a new task`);
   });
 
   it("abandons a function that ignores its signal once the kill grace has passed", async () => {
@@ -326,9 +370,7 @@ describe("TaskHost with the function driver", () => {
   });
 
   it("stops a foreground child when the caller's signal aborts", async () => {
-    const host = makeHost([
-      { name: "sleeper", description: "d", driver: "function", run: ({ signal }) => new Promise((_, rej) => signal.addEventListener("abort", () => rej(new Error("x")))) },
-    ]);
+    const host = makeHost([{ name: "sleeper", description: "d", driver: "function", run: ({ signal }) => new Promise((_, rej) => signal.addEventListener("abort", () => rej(new Error("x")))) }]);
     const ac = new AbortController();
     const p = rejection(host.spawn({ agent: "sleeper", task: "t" }, { signal: ac.signal }));
     await new Promise((r) => setImmediate(r));
@@ -455,7 +497,16 @@ describe("a hostile child against the host's limits", () => {
     const rec = await host.spawn({ agent: "flood", task: "t" });
     const printed = 1024 * chunk.length + report.length;
     expect(rec.outputBytes).toBeLessThanOrEqual(1024 * 1024);
-    expect(rec.outputBytes + rec.outputCutBytes!).toBe(printed + Buffer.byteLength(host.store.readOutput(rec.id, 0, rec.outputBytes).toString("utf8").match(/\n\[output cut:[^\]]*\]\n|\[… \d+ bytes \([^)]*\) of output not kept …\]\n/g)!.join("")));
+    expect(rec.outputBytes + rec.outputCutBytes!).toBe(
+      printed +
+        Buffer.byteLength(
+          host.store
+            .readOutput(rec.id, 0, rec.outputBytes)
+            .toString("utf8")
+            .match(/\n\[output cut:[^\]]*\]\n|\[… \d+ bytes \([^)]*\) of output not kept …\]\n/g)!
+            .join(""),
+        ),
+    );
     const log = host.store.readOutput(rec.id, 0, rec.outputBytes).toString("utf8");
     expect(log).toContain(
       "\n[output cut: this task printed more than 1.0 MiB, the host's limit for one task (tasks.maxOutputBytes); later output is dropped, and its last 64.0 KiB is added here when the task ends]\n",
@@ -464,7 +515,9 @@ describe("a hostile child against the host's limits", () => {
     expect(log.endsWith(report)).toBe(true);
     expect([rec.status, rec.reportChannel, rec.report?.summary]).toStrictEqual(["succeeded", "prompt-json", "made it through the flood"]);
     expect((await host.spawn({ agent: "echo", task: "next" })).status).toBe("succeeded");
-    expect(() => new TaskHost({ store: memoryTaskStore(), agents: new AgentRegistry({ dirs: [] }), maxOutputBytes: 100 })).toThrow('"maxOutputBytes" must be an integer of at least 4096 bytes, got the number 100');
+    expect(() => new TaskHost({ store: memoryTaskStore(), agents: new AgentRegistry({ dirs: [] }), maxOutputBytes: 100 })).toThrow(
+      '"maxOutputBytes" must be an integer of at least 4096 bytes, got the number 100',
+    );
   });
 
   it("reads an in-memory log by range without joining it: every range equals the same range of the whole", async () => {
@@ -503,10 +556,16 @@ describe("a hostile child against the host's limits", () => {
           return "done";
         },
       },
-      { name: "priced", description: "d", driver: "function", prices: { input: 1e300, output: 1e300 }, run: async ({ emit }) => {
-        emit({ type: "usage", input: 2 ** 52, output: 1 });
-        return "done";
-      } },
+      {
+        name: "priced",
+        description: "d",
+        driver: "function",
+        prices: { input: 1e300, output: 1e300 },
+        run: async ({ emit }) => {
+          emit({ type: "usage", input: 2 ** 52, output: 1 });
+          return "done";
+        },
+      },
     ]);
     const rec = await host.spawn({ agent: "liar", task: "t" });
     // Readings past 2^53 tokens or 1e9 USD are refused; sums stop at 2^53 - 1.
@@ -520,10 +579,15 @@ describe("a hostile child against the host's limits", () => {
   it("refuses a task text over 64 KiB and cuts a long label; a report over 64 KiB is ignored with a note; messages are bounded", async () => {
     const host = makeHost([
       echo,
-      { name: "loud", description: "d", driver: "function", run: async ({ emit }) => {
-        emit({ type: "error", message: "e".repeat(1_000_000) });
-        return "x";
-      } },
+      {
+        name: "loud",
+        description: "d",
+        driver: "function",
+        run: async ({ emit }) => {
+          emit({ type: "error", message: "e".repeat(1_000_000) });
+          return "x";
+        },
+      },
       {
         name: "bigreport",
         description: "d",
@@ -578,7 +642,17 @@ describe("a hostile child against the host's limits", () => {
       agents: new AgentRegistry({
         dirs: [],
         agents: [
-          { name: "writer", description: "d", driver: "function", run: async ({ emit, signal }) => { emit({ type: "text", text: "kept\n" }); emit({ type: "text", text: "doomed" }); await new Promise((r) => signal.addEventListener("abort", r)); return "late"; } },
+          {
+            name: "writer",
+            description: "d",
+            driver: "function",
+            run: async ({ emit, signal }) => {
+              emit({ type: "text", text: "kept\n" });
+              emit({ type: "text", text: "doomed" });
+              await new Promise((r) => signal.addEventListener("abort", r));
+              return "late";
+            },
+          },
           echo,
         ],
       }),

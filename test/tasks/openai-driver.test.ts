@@ -83,10 +83,17 @@ describe("openai driver against a local chat-completions server", () => {
     toolCalls.length = 0;
     const h = host({ tools: ["read_file", "write_file"], readOnly: true, prices: { input: 1, output: 4 }, apiKeyEnv: "CODEMODE_TEST_KEY", temperature: 0 });
     replies = [
-      completion({ content: null, tool_calls: [
-        { id: "c1", type: "function", function: { name: "read_file", arguments: '{"path":"a.ts"}' } },
-        { id: "c2", type: "function", function: { name: "write_file", arguments: '{"path":"a.ts"}' } },
-      ] }, 100, 20),
+      completion(
+        {
+          content: null,
+          tool_calls: [
+            { id: "c1", type: "function", function: { name: "read_file", arguments: '{"path":"a.ts"}' } },
+            { id: "c2", type: "function", function: { name: "write_file", arguments: '{"path":"a.ts"}' } },
+          ],
+        },
+        100,
+        20,
+      ),
       completion({ content: "a.ts looks fine. I used 0 tokens." }, 150, 30),
     ];
     const rec = await h.spawn({ agent: "oa", task: "check a.ts" });
@@ -103,10 +110,14 @@ describe("openai driver against a local chat-completions server", () => {
       { role: "user", content: "check a.ts" },
     ]);
     expect(seen[1]!.body.messages.slice(2)).toStrictEqual([
-      { role: "assistant", content: null, tool_calls: [
-        { id: "c1", type: "function", function: { name: "read_file", arguments: '{"path":"a.ts"}' } },
-        { id: "c2", type: "function", function: { name: "write_file", arguments: '{"path":"a.ts"}' } },
-      ] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          { id: "c1", type: "function", function: { name: "read_file", arguments: '{"path":"a.ts"}' } },
+          { id: "c2", type: "function", function: { name: "write_file", arguments: '{"path":"a.ts"}' } },
+        ],
+      },
       { role: "tool", tool_call_id: "c1", content: "contents of a.ts" },
       { role: "tool", tool_call_id: "c2", content: 'error: tool "write_file" is not available to this agent; available tools: read_file' },
     ]);

@@ -17,9 +17,7 @@ describe("script driver", () => {
     };
     const host = new TaskHost({ store: memoryTaskStore(), agents: new AgentRegistry({ dirs: [dir] }), scriptRunner: runner, cwd: dir });
     const rec = await host.spawn({ agent: "shout", task: "hi" });
-    expect([rec.status, rec.exitCode, rec.readOnlyTier, rec.usage, host.output(rec.id).output]).toStrictEqual([
-      "succeeded", 0, "enforced", { input: 0, output: 0, cost: 0, turns: 1 }, "HI",
-    ]);
+    expect([rec.status, rec.exitCode, rec.readOnlyTier, rec.usage, host.output(rec.id).output]).toStrictEqual(["succeeded", 0, "enforced", { input: 0, output: 0, cost: 0, turns: 1 }, "HI"]);
     expect(calls).toStrictEqual([{ code: "text(task.toUpperCase())", task: "hi", depth: 1, taskId: rec.id, readOnly: true, cwd: dir, agent: "shout" }]);
     const err = (await host.spawn({ agent: "shout", task: "fail" }).catch((e: unknown) => e)) as { taskId: string };
     const failed = host.get(err.taskId)!;

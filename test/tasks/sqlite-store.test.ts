@@ -36,8 +36,7 @@ function tempDir(prefix: string): string {
   return d;
 }
 
-const echoAgents = () =>
-  new AgentRegistry({ dirs: [], agents: [{ name: "echo", description: "d", driver: "function", run: async ({ task }) => `echo ${task}` }] });
+const echoAgents = () => new AgentRegistry({ dirs: [], agents: [{ name: "echo", description: "d", driver: "function", run: async ({ task }) => `echo ${task}` }] });
 
 describe("SqliteTaskStore", () => {
   it("persists records and output logs across store instances", async () => {
@@ -74,8 +73,18 @@ describe("SqliteTaskStore", () => {
     const store = sqliteTaskStore(dir);
     const owner = currentOwner();
     const rec: TaskRecord = {
-      id: "01ARZ3NDEKTSV4RRFFQ69G5FAV", agent: "a", driver: "function", task: "t", label: "t", depth: 1, background: true,
-      cwd: "/", status: "running", owner, createdAt: 1, outputBytes: 0,
+      id: "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+      agent: "a",
+      driver: "function",
+      task: "t",
+      label: "t",
+      depth: 1,
+      background: true,
+      cwd: "/",
+      status: "running",
+      owner,
+      createdAt: 1,
+      outputBytes: 0,
     };
     store.insert(rec);
     expect(store.replace({ ...rec, status: "failed" }, { status: "running", owner: { pid: 1, startTime: "proc:1" } })).toBe(false);
@@ -124,9 +133,7 @@ setInterval(() => {}, 1000);
     const live = new TaskHost({ store: sqliteTaskStore(dataDir), agents: echoAgents() });
     expect(live.reapLost()).toStrictEqual([]);
     expect(live.list({ status: ["running", "queued"] }).total).toBe(3);
-    await expect(live.stop(ids.running[0]!)).rejects.toThrow(
-      `task ${ids.running[0]} is run by another host (pid ${child.pid}); stop it from that host, or wait until it ends`,
-    );
+    await expect(live.stop(ids.running[0]!)).rejects.toThrow(`task ${ids.running[0]} is run by another host (pid ${child.pid}); stop it from that host, or wait until it ends`);
     live.store.close();
 
     const exited = new Promise((r) => child.once("exit", r));
@@ -140,7 +147,9 @@ setInterval(() => {}, 1000);
       expect([r.status, r.lostReason, Object.hasOwn(r, "usage")]).toStrictEqual(["lost", "host_exited_while_running", false]);
       // A ticking child may notice its dead host (a failed write) before the next host stops it.
       expect(r.errorMessage).toMatch(
-        new RegExp(`^the host \\(pid ${child.pid}\\) exited while the task was running; its output so far is kept — read it with ptc_task_output, or spawn the task again(; the 1 process it left running was stopped)?$`),
+        new RegExp(
+          `^the host \\(pid ${child.pid}\\) exited while the task was running; its output so far is kept — read it with ptc_task_output, or spawn the task again(; the 1 process it left running was stopped)?$`,
+        ),
       );
       const out = next.output(id).output;
       const pid = Number(/^pid (\d+) é\n/.exec(out)![1]);
@@ -161,7 +170,20 @@ setInterval(() => {}, 1000);
 
 describe("a data dir with bad rows or a damaged database", () => {
   function goodRecord(id: string, status: TaskRecord["status"] = "succeeded"): TaskRecord {
-    return { id, agent: "echo", driver: "function", task: "t", label: "t", depth: 1, background: true, cwd: "/", status, owner: { pid: 1, startTime: "proc:1", hostId: "00ff" }, createdAt: 1, outputBytes: 0 };
+    return {
+      id,
+      agent: "echo",
+      driver: "function",
+      task: "t",
+      label: "t",
+      depth: 1,
+      background: true,
+      cwd: "/",
+      status,
+      owner: { pid: 1, startTime: "proc:1", hostId: "00ff" },
+      createdAt: 1,
+      outputBytes: 0,
+    };
   }
 
   it("quarantines malformed rows with a warning naming each row and the file, and serves the rest", async () => {
@@ -188,7 +210,13 @@ describe("a data dir with bad rows or a damaged database", () => {
       `task database ${file}: row 4 (id "../../etc/passwd") is not a valid task record — field "id" must be a 26-character ULID; it was moved to the table "quarantine" of that file and is no longer listed`,
     ]);
     const listed = host.list();
-    expect([listed.records.map((r) => [r.id, r.status]), listed.total]).toStrictEqual([[[ids[0], "succeeded"], [ids[3], "lost"]], 2]);
+    expect([listed.records.map((r) => [r.id, r.status]), listed.total]).toStrictEqual([
+      [
+        [ids[0], "succeeded"],
+        [ids[3], "lost"],
+      ],
+      2,
+    ]);
     expect((await host.spawn({ agent: "echo", task: "next" })).status).toBe("succeeded");
     host.store.close();
     const check = new Database(file, { readonly: true });

@@ -117,7 +117,7 @@ describe("renderDeclarations", () => {
           "  const extra: unknown = sink.loose.anything;",
           "  const k1: number = sink.counts.k1;",
           "  const maybe: number | undefined = sink.sparse.k2;",
-          "  const status: \"ok\" | \"failed\" = sink.status;",
+          '  const status: "ok" | "failed" = sink.status;',
           "  const row: [string, number] = sink.row;",
           "  const grandchild: string | undefined = sink.tree.children[0]?.children[0]?.name;",
           "  const node: tools.kitchen_sink.Output___schema0 = sink.tree;",
@@ -129,13 +129,9 @@ describe("renderDeclarations", () => {
       );
       writeFileSync(
         join(dir, "fail.ts"),
-        [
-          "export async function main(): Promise<string[]> {",
-          '  const s = await tools.session_status({ session_id: "s" });',
-          "  return s.session.lineage.permission_policy.tools;",
-          "}",
-          "",
-        ].join("\n"),
+        ["export async function main(): Promise<string[]> {", '  const s = await tools.session_status({ session_id: "s" });', "  return s.session.lineage.permission_policy.tools;", "}", ""].join(
+          "\n",
+        ),
       );
       for (const name of ["pass", "fail"]) {
         const compilerOptions = { noEmit: true, strict: true, target: "es2022", lib: ["es2022"], types: [], pretty: false };

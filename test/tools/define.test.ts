@@ -45,29 +45,100 @@ describe("defineTool", () => {
 
   const bad: { name: string; def: unknown; message: string }[] = [
     { name: "not an object", def: null, message: "defineTool: the definition must be an object, received null" },
-    { name: "bad name", def: { name: "has space", description: "d", input, execute }, message: 'defineTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received "has space"' },
-    { name: "missing name", def: { description: "d", input, execute }, message: 'defineTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received undefined' },
-    { name: "too long name", def: { name: "a".repeat(129), description: "d", input, execute }, message: `defineTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received "${"a".repeat(129)}"` },
-    { name: "bad namespace", def: { name: "a", namespace: "x.y", description: "d", input, execute }, message: 'defineTool: "namespace" must be 1–64 characters of letters, digits, "_" or "-", received "x.y"' },
+    {
+      name: "bad name",
+      def: { name: "has space", description: "d", input, execute },
+      message: 'defineTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received "has space"',
+    },
+    {
+      name: "missing name",
+      def: { description: "d", input, execute },
+      message: 'defineTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received undefined',
+    },
+    {
+      name: "too long name",
+      def: { name: "a".repeat(129), description: "d", input, execute },
+      message: `defineTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received "${"a".repeat(129)}"`,
+    },
+    {
+      name: "bad namespace",
+      def: { name: "a", namespace: "x.y", description: "d", input, execute },
+      message: 'defineTool: "namespace" must be 1–64 characters of letters, digits, "_" or "-", received "x.y"',
+    },
     { name: "empty description", def: { name: "a", description: " ", input, execute }, message: 'defineTool: "description" must be a non-empty string, received an empty string' },
     { name: "non-zod input", def: { name: "a", description: "d", input: { q: "string" }, execute }, message: 'defineTool: "input" must be a zod object schema (z.object({...})), received object' },
     { name: "zod non-object input", def: { name: "a", description: "d", input: z.string(), execute }, message: 'defineTool: "input" must be a zod object schema (z.object({...})), received object' },
     { name: "missing execute", def: { name: "a", description: "d", input }, message: 'defineTool: "execute" must be a function, received undefined' },
     { name: "bad toModelOutput", def: { name: "a", description: "d", input, execute, toModelOutput: "x" }, message: 'defineTool: "toModelOutput" must be a function, received string' },
-    { name: "both output and views", def: { name: "a", description: "d", input, execute, output: z.object({}), views: { compact: z.object({}), full: z.object({}) } }, message: 'defineTool: give either "output" (a single result) or "views" ({ compact, full }), not both' },
+    {
+      name: "both output and views",
+      def: { name: "a", description: "d", input, execute, output: z.object({}), views: { compact: z.object({}), full: z.object({}) } },
+      message: 'defineTool: give either "output" (a single result) or "views" ({ compact, full }), not both',
+    },
     { name: "non-zod output", def: { name: "a", description: "d", input, execute, output: {} }, message: 'defineTool: "output" must be a zod object schema (z.object({...})), received object' },
-    { name: "views missing full", def: { name: "a", description: "d", input, execute, views: { compact: z.object({}) } }, message: 'defineTool: "views.full" must be a zod object schema (z.object({...})), received undefined' },
-    { name: "unknown view", def: { name: "a", description: "d", input, execute, views: { compact: z.object({}), full: z.object({}), tiny: z.object({}) } }, message: 'defineTool: "views" has unknown view "tiny"; expected "compact" and "full"' },
-    { name: "views with own result_view input", def: { name: "a", description: "d", input: z.object({ result_view: z.string() }), execute, views: { compact: z.object({}), full: z.object({}) } }, message: 'defineTool: "input" must not declare "result_view": a tool with views gets that selector from the runtime' },
-    { name: "unknown field", def: { name: "a", description: "d", input, execute, outputs: z.object({}) }, message: 'defineTool: unknown field "outputs"; expected one of "name", "namespace", "description", "title", "annotations", "approval", "input", "output", "views", "execute", "toModelOutput", "toDetails"' },
-    { name: "a compact view with a key the full view lacks", def: { name: "a", description: "d", input, execute, views: { compact: z.object({ s: z.object({ id: z.string(), secret: z.string() }) }), full: z.object({ s: z.object({ id: z.string() }) }) } }, message: 'defineTool: "views.compact" declares $.s.secret, which "views.full" does not: every compact field must be in the full view at the same path' },
-    { name: "a compact list item with a key the full item lacks", def: { name: "a", description: "d", input, execute, views: { compact: z.object({ rows: z.array(z.object({ x: z.number() })).nullable() }), full: z.object({ rows: z.array(z.object({ y: z.number() })).nullable() }) } }, message: 'defineTool: "views.compact" declares $.rows[].x, which "views.full" does not: every compact field must be in the full view at the same path' },
+    {
+      name: "views missing full",
+      def: { name: "a", description: "d", input, execute, views: { compact: z.object({}) } },
+      message: 'defineTool: "views.full" must be a zod object schema (z.object({...})), received undefined',
+    },
+    {
+      name: "unknown view",
+      def: { name: "a", description: "d", input, execute, views: { compact: z.object({}), full: z.object({}), tiny: z.object({}) } },
+      message: 'defineTool: "views" has unknown view "tiny"; expected "compact" and "full"',
+    },
+    {
+      name: "views with own result_view input",
+      def: { name: "a", description: "d", input: z.object({ result_view: z.string() }), execute, views: { compact: z.object({}), full: z.object({}) } },
+      message: 'defineTool: "input" must not declare "result_view": a tool with views gets that selector from the runtime',
+    },
+    {
+      name: "unknown field",
+      def: { name: "a", description: "d", input, execute, outputs: z.object({}) },
+      message:
+        'defineTool: unknown field "outputs"; expected one of "name", "namespace", "description", "title", "annotations", "approval", "input", "output", "views", "execute", "toModelOutput", "toDetails"',
+    },
+    {
+      name: "a compact view with a key the full view lacks",
+      def: { name: "a", description: "d", input, execute, views: { compact: z.object({ s: z.object({ id: z.string(), secret: z.string() }) }), full: z.object({ s: z.object({ id: z.string() }) }) } },
+      message: 'defineTool: "views.compact" declares $.s.secret, which "views.full" does not: every compact field must be in the full view at the same path',
+    },
+    {
+      name: "a compact list item with a key the full item lacks",
+      def: {
+        name: "a",
+        description: "d",
+        input,
+        execute,
+        views: { compact: z.object({ rows: z.array(z.object({ x: z.number() })).nullable() }), full: z.object({ rows: z.array(z.object({ y: z.number() })).nullable() }) },
+      },
+      message: 'defineTool: "views.compact" declares $.rows[].x, which "views.full" does not: every compact field must be in the full view at the same path',
+    },
     { name: "an empty title", def: { name: "a", description: "d", title: " ", input, execute }, message: 'defineTool: "title" must be a non-empty string of at most 200 characters, received " "' },
-    { name: "annotations that are not an object", def: { name: "a", description: "d", annotations: true, input, execute }, message: 'defineTool: "annotations" must be an object of boolean hints (readOnlyHint, destructiveHint, idempotentHint, openWorldHint), received boolean' },
-    { name: "an unknown hint", def: { name: "a", description: "d", annotations: { readOnly: true }, input, execute }, message: 'defineTool: "annotations" has unknown hint "readOnly"; known: readOnlyHint, destructiveHint, idempotentHint, openWorldHint' },
-    { name: "a hint that is not a boolean", def: { name: "a", description: "d", annotations: { readOnlyHint: "yes" }, input, execute }, message: 'defineTool: "annotations.readOnlyHint" must be true or false, received string' },
-    { name: "output with no JSON form", def: { name: "a", description: "d", input, execute, output: z.object({ at: z.date() }) }, message: 'defineTool: "output" cannot be represented as JSON Schema: Date cannot be represented in JSON Schema' },
-    { name: "view with a transform", def: { name: "a", description: "d", input, execute, views: { compact: z.object({ n: z.string().transform((s) => s.length) }), full: z.object({}) } }, message: 'defineTool: "views.compact" cannot be represented as JSON Schema: Transforms cannot be represented in JSON Schema' },
+    {
+      name: "annotations that are not an object",
+      def: { name: "a", description: "d", annotations: true, input, execute },
+      message: 'defineTool: "annotations" must be an object of boolean hints (readOnlyHint, destructiveHint, idempotentHint, openWorldHint), received boolean',
+    },
+    {
+      name: "an unknown hint",
+      def: { name: "a", description: "d", annotations: { readOnly: true }, input, execute },
+      message: 'defineTool: "annotations" has unknown hint "readOnly"; known: readOnlyHint, destructiveHint, idempotentHint, openWorldHint',
+    },
+    {
+      name: "a hint that is not a boolean",
+      def: { name: "a", description: "d", annotations: { readOnlyHint: "yes" }, input, execute },
+      message: 'defineTool: "annotations.readOnlyHint" must be true or false, received string',
+    },
+    {
+      name: "output with no JSON form",
+      def: { name: "a", description: "d", input, execute, output: z.object({ at: z.date() }) },
+      message: 'defineTool: "output" cannot be represented as JSON Schema: Date cannot be represented in JSON Schema',
+    },
+    {
+      name: "view with a transform",
+      def: { name: "a", description: "d", input, execute, views: { compact: z.object({ n: z.string().transform((s) => s.length) }), full: z.object({}) } },
+      message: 'defineTool: "views.compact" cannot be represented as JSON Schema: Transforms cannot be represented in JSON Schema',
+    },
   ];
   for (const { name, def, message } of bad) {
     it(`rejects ${name} with a TypeError naming the field`, () => {
@@ -118,7 +189,10 @@ describe("toTool", () => {
     { value: "tool", message: "toTool: expected a tool from defineTool() or an object { name, description, execute }, received string" },
     { value: [], message: "toTool: expected a tool from defineTool() or an object { name, description, execute }, received array" },
     { value: { name: "a", description: "d" }, message: 'toTool: "execute" must be a function, received undefined' },
-    { value: { name: "a", description: "d", execute, run: execute }, message: 'toTool: unknown field "run"; expected one of "name", "namespace", "description", "title", "annotations", "approval", "inputSchema", "execute"' },
+    {
+      value: { name: "a", description: "d", execute, run: execute },
+      message: 'toTool: unknown field "run"; expected one of "name", "namespace", "description", "title", "annotations", "approval", "inputSchema", "execute"',
+    },
     { value: { name: "a", description: "d", execute, inputSchema: { type: "string" } }, message: 'toTool: "inputSchema" must be a JSON Schema object with type "object", received object' },
     { value: { name: "", description: "d", execute }, message: 'toTool: "name" must be 1–128 characters of letters, digits, "_", "-" or ".", not starting with "-" or ".", received ""' },
     { value: { name: "a", description: "d", input: "schema", execute }, message: 'defineTool: "input" must be a zod object schema (z.object({...})), received string' },
@@ -132,15 +206,7 @@ describe("toTool", () => {
 
 describe("identifiers", () => {
   it("sanitises names into identifiers", () => {
-    expect(["my-tool", "read_file", "2fa", "a.b c", "delete", "class", "$x"].map(toIdentifier)).toStrictEqual([
-      "my_tool",
-      "read_file",
-      "_2fa",
-      "a_b_c",
-      "delete_",
-      "class_",
-      "$x",
-    ]);
+    expect(["my-tool", "read_file", "2fa", "a.b c", "delete", "class", "$x"].map(toIdentifier)).toStrictEqual(["my_tool", "read_file", "_2fa", "a_b_c", "delete_", "class_", "$x"]);
     expect(() => toIdentifier("")).toThrow(new TypeError('toIdentifier: "name" must be a non-empty string, received an empty string'));
   });
 

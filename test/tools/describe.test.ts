@@ -1,24 +1,11 @@
 import { describe, it, expect } from "vitest";
 import { z } from "zod";
-import {
-  approvalDigest,
-  canonicalJson,
-  defineTool,
-  describeTool,
-  digestOf,
-  invokeTool,
-  toTool,
-  toolInfoTool,
-  ToolError,
-  type Tool,
-  type ToolContext,
-} from "../../src/tools/index.js";
+import { approvalDigest, canonicalJson, defineTool, describeTool, digestOf, invokeTool, toTool, toolInfoTool, ToolError, type Tool, type ToolContext } from "../../src/tools/index.js";
 import { newCalls, sessionStatusTool, skillViewTool } from "./sample-tools.js";
 
 const ctx = (): ToolContext => ({ signal: new AbortController().signal, callId: "c", runId: "r", depth: 0 });
 
-const singleResult = (output: z.ZodObject) =>
-  defineTool({ name: "t", description: "d", input: z.object({}), output, execute: () => ({}) });
+const singleResult = (output: z.ZodObject) => defineTool({ name: "t", description: "d", input: z.object({}), output, execute: () => ({}) });
 
 describe("descriptors", () => {
   it("a single-result tool has output_schema and its digest, no output_views, no result_view input", () => {
@@ -138,11 +125,7 @@ describe("descriptors", () => {
 });
 
 describe("tool_info", () => {
-  const tools: Tool[] = [
-    sessionStatusTool(newCalls()),
-    skillViewTool(newCalls()),
-    toTool({ name: "create-issue", namespace: "github", description: "Create an issue.", execute: () => "" }),
-  ];
+  const tools: Tool[] = [sessionStatusTool(newCalls()), skillViewTool(newCalls()), toTool({ name: "create-issue", namespace: "github", description: "Create an issue.", execute: () => "" })];
   const info = toolInfoTool(() => tools);
 
   it("returns { tool: { descriptor } } as structuredContent", async () => {
@@ -188,9 +171,7 @@ describe("approval digests", () => {
   });
 
   it("ignore key order at every depth", () => {
-    expect(approvalDigest("t", { a: 1, b: { x: [1, { p: 1, q: 2 }], y: null } })).toBe(
-      approvalDigest("t", { b: { y: null, x: [1, { q: 2, p: 1 }] }, a: 1 }),
-    );
+    expect(approvalDigest("t", { a: 1, b: { x: [1, { p: 1, q: 2 }], y: null } })).toBe(approvalDigest("t", { b: { y: null, x: [1, { q: 2, p: 1 }] }, a: 1 }));
   });
 
   it("differ for another tool, another value, or another array order", () => {

@@ -31,7 +31,27 @@ class Box {
   size = 1;
 }
 /** Values that are not what any schema declares, or not plain JSON: each path must refuse or convert them alike. */
-const junk = fc.constantFrom<unknown>(undefined, null, -0, 2 ** 31, 2 ** 53 + 2, -(2 ** 31) - 1, 0.5, Number.NaN, Infinity, "", "\ud800", "x", true, new Date(0), sparse, new Box(), Object.create(null), { extra: 1 }, [undefined]);
+const junk = fc.constantFrom<unknown>(
+  undefined,
+  null,
+  -0,
+  2 ** 31,
+  2 ** 53 + 2,
+  -(2 ** 31) - 1,
+  0.5,
+  Number.NaN,
+  Infinity,
+  "",
+  "\ud800",
+  "x",
+  true,
+  new Date(0),
+  sparse,
+  new Box(),
+  Object.create(null),
+  { extra: 1 },
+  [undefined],
+);
 const number = fc.oneof(fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom(-0, 2 ** 31, 2 ** 31 - 1, 2 ** 53, 2 ** 60, 1e21, 0.1));
 const text = fc.oneof(fc.string({ maxLength: 6 }), fc.string({ unit: "binary", maxLength: 4 }), fc.constantFrom("\ud800", "a\udfffb", " padded ", "a@b.co", "x".repeat(40)));
 
@@ -73,7 +93,12 @@ const { node } = fc.letrec<{ node: Node }>((tie) => ({
       const shape = Object.fromEntries(fields.map(([key, field]) => [key, field.schema]));
       const object = mode === "strict" ? z.strictObject(shape) : mode === "loose" ? z.looseObject(shape) : z.object(shape);
       const value = fc
-        .tuple(fc.tuple(...fields.map(([key, field]) => fc.tuple(fc.constant(key), fc.oneof({ weight: 6, arbitrary: field.value }, { weight: 1, arbitrary: fc.constant(ABSENT) }, { weight: 1, arbitrary: junk })))), fc.option(fc.tuple(keys, junk)))
+        .tuple(
+          fc.tuple(
+            ...fields.map(([key, field]) => fc.tuple(fc.constant(key), fc.oneof({ weight: 6, arbitrary: field.value }, { weight: 1, arbitrary: fc.constant(ABSENT) }, { weight: 1, arbitrary: junk }))),
+          ),
+          fc.option(fc.tuple(keys, junk)),
+        )
         .map(([entries, extra]) => objectOf(extra ? [...entries, extra] : entries));
       return { schema: object, value };
     }),
@@ -134,13 +159,23 @@ describe("the guest's one-pass encoding of a record", () => {
       big: z.number(),
       int: z.number().int(),
       s: z.string(),
-      "__proto__": z.string(),
+      __proto__: z.string(),
       "7": z.boolean(),
       withDefault: z.string().default("d"),
       optional: z.string().optional(),
       nested: z.array(z.array(z.number())),
     });
-    const record = objectOf([["n", -0], ["big", 2 ** 31], ["int", 2 ** 53 - 1], ["s", "a\ud800b"], ["__proto__", "own"], ["7", true], ["optional", null], ["nested", [[1, -0], [], [2 ** 31]]], ["extra", "dropped"]]);
+    const record = objectOf([
+      ["n", -0],
+      ["big", 2 ** 31],
+      ["int", 2 ** 53 - 1],
+      ["s", "a\ud800b"],
+      ["__proto__", "own"],
+      ["7", true],
+      ["optional", null],
+      ["nested", [[1, -0], [], [2 ** 31]]],
+      ["extra", "dropped"],
+    ]);
     const { fast, ordinary } = await bothPaths(schema, record);
     expect(ordinary).toMatchObject({ ok: true });
     expect(fast.ok && fast.encoded).toBeTruthy();

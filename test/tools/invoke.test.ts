@@ -114,7 +114,13 @@ describe("result views", () => {
     const compact = z.object({ id: z.string(), v: z.union([z.object({ a: z.string(), b: z.string() }), z.string()]) });
     const full = z.object({ id: z.string(), v: z.union([z.object({ a: z.string() }), z.string()]) });
     let record: Record<string, unknown> = { id: "a", v: { a: "x", b: "y" } };
-    const tool = defineTool({ name: "leaky", description: "Compact keeps a key the full union drops.", input: z.object({}), views: { compact, full }, execute: () => record as z.infer<typeof compact> });
+    const tool = defineTool({
+      name: "leaky",
+      description: "Compact keeps a key the full union drops.",
+      input: z.object({}),
+      views: { compact, full },
+      execute: () => record as z.infer<typeof compact>,
+    });
     for (const development of [false, true]) {
       const err = await rejection(invokeTool(tool, {}, { ctx: ctx(), development }));
       expect({ code: err.code, reason: err.reason, message: err.message }).toStrictEqual({
@@ -204,11 +210,7 @@ describe("the input error table of docs/tool-contract.md: exact code, reason and
     const calls = newCalls();
     const hooks: ToolHooks = { preCall: (event) => ({ input: { ...event.input, result_view: "full" } }) };
     const err = await rejection(invokeTool(skillViewTool(calls), { skill: "k" }, { ctx: ctx(), hooks }));
-    expect([err.code, err.reason, err.message]).toStrictEqual([
-      "tool_invalid_input",
-      "schema_invalid",
-      'tool "skill_view" returns a single result and does not accept "result_view"',
-    ]);
+    expect([err.code, err.reason, err.message]).toStrictEqual(["tool_invalid_input", "schema_invalid", 'tool "skill_view" returns a single result and does not accept "result_view"']);
     expect(calls.count).toBe(0);
   });
 
@@ -251,9 +253,7 @@ describe("input validation", () => {
       execute: () => "ok",
     });
     const err = await rejection(invokeTool(tool, { filter: { tags: ["a", 2], mode: "some" } }, { ctx: ctx() }));
-    expect(err.message).toBe(
-      'tool "nested" input "filter.tags[1]" must be string, received number; tool "nested" input "filter.mode" must be one of "any", "all", received "some"',
-    );
+    expect(err.message).toBe('tool "nested" input "filter.tags[1]" must be string, received number; tool "nested" input "filter.mode" must be one of "any", "all", received "some"');
   });
 
   it("says which types or tags a union accepts", async () => {
@@ -267,9 +267,7 @@ describe("input validation", () => {
       execute: () => "ok",
     });
     const err = await rejection(invokeTool(tool, { target: 5, action: { kind: "delete" } }, { ctx: ctx() }));
-    expect(err.message).toBe(
-      'tool "unions" input "target" must be string or object, received number; tool "unions" input "action.kind" must be one of "read", "write", received "delete"',
-    );
+    expect(err.message).toBe('tool "unions" input "target" must be string or object, received number; tool "unions" input "action.kind" must be one of "read", "write", received "delete"');
     const nested = await rejection(invokeTool(tool, { target: { path: 1 }, action: { kind: "read" } }, { ctx: ctx() }));
     expect(nested.message).toBe('tool "unions" input "target.path" must be string, received number');
   });
@@ -288,7 +286,9 @@ describe("input validation", () => {
     await invokeTool(tool, {}, { ctx: ctx() });
     expect(seen).toStrictEqual([{ limit: 100 }]);
     // A default z.object used to strip them silently: a misspelled optional key was lost.
-    await expect(invokeTool(tool, { limt: 5 }, { ctx: ctx() })).rejects.toThrow(new ToolError("tool_invalid_input", 'tool "defaults" input has unknown key "limt"; did you mean "limit"?', { reason: "schema_invalid" }));
+    await expect(invokeTool(tool, { limt: 5 }, { ctx: ctx() })).rejects.toThrow(
+      new ToolError("tool_invalid_input", 'tool "defaults" input has unknown key "limt"; did you mean "limit"?', { reason: "schema_invalid" }),
+    );
     await expect(invokeTool(tool, { extra: true }, { ctx: ctx() })).rejects.toThrow('tool "defaults" input has unknown key "extra"; known keys: "limit"');
     expect(seen).toHaveLength(1);
   });
@@ -537,11 +537,7 @@ describe("hooks", () => {
     };
     const context = ctx();
     const err = await rejection(invokeTool(sessionStatusTool(calls), { session_id: "s", result_view: "full" }, { ctx: context, hooks }));
-    expect([err.code, err.reason, err.message]).toStrictEqual([
-      "tool_denied",
-      "hook_denied",
-      'tool "session_status" call denied: writes are not allowed in this run',
-    ]);
+    expect([err.code, err.reason, err.message]).toStrictEqual(["tool_denied", "hook_denied", 'tool "session_status" call denied: writes are not allowed in this run']);
     expect(calls.count).toBe(0);
     expect(seen).toStrictEqual([
       {
@@ -576,11 +572,7 @@ describe("hooks", () => {
       },
     };
     const err = await rejection(invokeTool(skillViewTool(calls), { skill: "k" }, { ctx: ctx(), hooks }));
-    expect([err.code, err.reason, err.message]).toStrictEqual([
-      "tool_denied",
-      "hook_failed",
-      'tool "skill_view" call denied: its preCall hook failed: policy service down',
-    ]);
+    expect([err.code, err.reason, err.message]).toStrictEqual(["tool_denied", "hook_failed", 'tool "skill_view" call denied: its preCall hook failed: policy service down']);
     expect(calls.count).toBe(0);
   });
 
@@ -655,14 +647,18 @@ describe("hooks", () => {
   });
 
   it("a postCall hook that throws leaves the result and adds a warning", async () => {
-    const result = await invokeTool(skillViewTool(newCalls()), { skill: "k" }, {
-      ctx: ctx(),
-      hooks: {
-        postCall: () => {
-          throw new Error("tracer down");
+    const result = await invokeTool(
+      skillViewTool(newCalls()),
+      { skill: "k" },
+      {
+        ctx: ctx(),
+        hooks: {
+          postCall: () => {
+            throw new Error("tracer down");
+          },
         },
       },
-    });
+    );
     expect(result.structuredContent).toStrictEqual({ name: "k", lines: 12 });
     expect(result.warnings).toStrictEqual(['tool "skill_view" postCall hook failed: tracer down']);
     expect(result.details).toStrictEqual({ name: "k", lines: 12, body: "not in the output schema", warnings: ['tool "skill_view" postCall hook failed: tracer down'] });
@@ -714,9 +710,7 @@ describe("invokeTool argument checks", () => {
   }
 
   it("rejects something that is not a tool", async () => {
-    await expect(invokeTool({ name: "x" } as never, {}, { ctx: ctx() })).rejects.toThrow(
-      new TypeError("invokeTool: tool must be a tool created by defineTool() or toTool(), received object"),
-    );
+    await expect(invokeTool({ name: "x" } as never, {}, { ctx: ctx() })).rejects.toThrow(new TypeError("invokeTool: tool must be a tool created by defineTool() or toTool(), received object"));
   });
 });
 
@@ -759,7 +753,12 @@ describe("a tool that flags its own result as an error", () => {
   });
 
   it("the model's result is isError with the channels built as usual; a program still gets the record", async () => {
-    expect(await invokeTool(check, { n: 3 }, { ctx: ctx() })).toStrictEqual({ content: [{ type: "text", text: "odd: not accepted" }], structuredContent: { even: false }, details: { even: false }, isError: true });
+    expect(await invokeTool(check, { n: 3 }, { ctx: ctx() })).toStrictEqual({
+      content: [{ type: "text", text: "odd: not accepted" }],
+      structuredContent: { even: false },
+      details: { even: false },
+      isError: true,
+    });
     const ok = await invokeTool(check, { n: 2 }, { ctx: ctx() });
     expect([ok.structuredContent, Object.hasOwn(ok, "isError")]).toStrictEqual([{ even: true }, false]);
     expect(await invokeToolForProgram(check, { n: 3 }, { ctx: ctx() })).toStrictEqual({ even: false });

@@ -9,15 +9,9 @@ const ctx = (): ToolContext => ({ signal: new AbortController().signal, callId: 
 
 const str = fc.string({ maxLength: 6 });
 const junk = fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 });
-const withJunk = <T extends object>(arb: fc.Arbitrary<T>) =>
-  fc.tuple(arb, junk).map(([value, extra]) => Object.assign(Object.create(Object.prototype) as object, extra, value) as T);
+const withJunk = <T extends object>(arb: fc.Arbitrary<T>) => fc.tuple(arb, junk).map(([value, extra]) => Object.assign(Object.create(Object.prototype) as object, extra, value) as T);
 
-const interaction = withJunk(
-  fc.record(
-    { interaction_id: str, kind: str, title: str, provider_request_id: str },
-    { requiredKeys: ["interaction_id", "kind", "title"] },
-  ),
-);
+const interaction = withJunk(fc.record({ interaction_id: str, kind: str, title: str, provider_request_id: str }, { requiredKeys: ["interaction_id", "kind", "title"] }));
 const fullRecord: fc.Arbitrary<FullSession> = fc.record({
   session: withJunk(
     fc.record(
@@ -107,7 +101,12 @@ describe("view projection, property-based", () => {
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 3 }), fc.infiniteStream(fc.boolean()), (full, bits) => {
         const it = bits[Symbol.iterator]();
-        expect(() => assertViewSubset(prune(full, () => it.next().value as boolean), full)).not.toThrow();
+        expect(() =>
+          assertViewSubset(
+            prune(full, () => it.next().value as boolean),
+            full,
+          ),
+        ).not.toThrow();
       }),
       { numRuns: 300 },
     );
@@ -168,10 +167,7 @@ describe("projection rules", () => {
 
   it("picks the first union option the value satisfies and projects with it", () => {
     const schema = z.object({
-      event: z.discriminatedUnion("kind", [
-        z.object({ kind: z.literal("file"), path: z.string() }),
-        z.object({ kind: z.literal("url"), href: z.string() }),
-      ]),
+      event: z.discriminatedUnion("kind", [z.object({ kind: z.literal("file"), path: z.string() }), z.object({ kind: z.literal("url"), href: z.string() })]),
       either: z.union([z.object({ n: z.number() }), z.string()]),
     });
     const project = compileProjector(schema);
@@ -220,9 +216,7 @@ describe("projection rules", () => {
 
   it("names the whole record when it is not an object", async () => {
     const tool = defineTool({ name: "nothing", description: "Returns nothing.", input: z.object({}), output: z.object({ a: z.string() }), execute: () => undefined as never });
-    await expect(invokeTool(tool, {}, { ctx: ctx() })).rejects.toThrow(
-      'tool "nothing" returned a record that does not match its output schema: record must be object, received undefined',
-    );
+    await expect(invokeTool(tool, {}, { ctx: ctx() })).rejects.toThrow('tool "nothing" returned a record that does not match its output schema: record must be object, received undefined');
   });
 
   it("reads class instances by their own enumerable keys, as JSON would", () => {
@@ -253,7 +247,7 @@ describe("projection rules", () => {
       execute: () => record,
     });
     const result = await invokeTool(tool, {}, { ctx: ctx() });
-    ((result.structuredContent!.meta as { tags: string[] }).tags).push("b");
+    (result.structuredContent!.meta as { tags: string[] }).tags.push("b");
     expect(record).toStrictEqual({ meta: { tags: ["a"] } });
   });
 });

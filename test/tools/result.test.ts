@@ -1,17 +1,6 @@
 import { describe, it, expect } from "vitest";
 import { z } from "zod";
-import {
-  boundText,
-  defineTool,
-  errorResult,
-  toolRejection,
-  guestValue,
-  invokeTool,
-  toTool,
-  toolResult,
-  ToolError,
-  type ToolContext,
-} from "../../src/tools/index.js";
+import { boundText, defineTool, errorResult, toolRejection, guestValue, invokeTool, toTool, toolResult, ToolError, type ToolContext } from "../../src/tools/index.js";
 import { newCalls, sessionStatusTool, skillViewTool } from "./sample-tools.js";
 
 const ctx = (): ToolContext => ({ signal: new AbortController().signal, callId: "c", runId: "r", depth: 0 });
@@ -51,7 +40,14 @@ describe("guestValue", () => {
 
   it("is the text joined with newlines for a tool without output schema", () => {
     const tool = toTool({ name: "t", description: "d", execute: () => "" });
-    expect(guestValue(tool, { content: [{ type: "text", text: "a" }, { type: "text", text: "b" }] })).toBe("a\nb");
+    expect(
+      guestValue(tool, {
+        content: [
+          { type: "text", text: "a" },
+          { type: "text", text: "b" },
+        ],
+      }),
+    ).toBe("a\nb");
   });
 
   it("turns an isError result into a thrown ToolError carrying its code and reason", () => {
@@ -71,9 +67,7 @@ describe("guestValue", () => {
   it("rejects a result that is not a ToolCallResult, or a tool that is not a tool", () => {
     const tool = skillViewTool(newCalls());
     expect(() => guestValue(tool, null as never)).toThrow(new TypeError('guestValue: "result" must be a ToolCallResult { content: [...] }, received null'));
-    expect(() => guestValue(tool, { content: [] })).toThrow(
-      new TypeError('guestValue: tool "skill_view" declares an output, so "result.structuredContent" must be an object, received undefined'),
-    );
+    expect(() => guestValue(tool, { content: [] })).toThrow(new TypeError('guestValue: tool "skill_view" declares an output, so "result.structuredContent" must be an object, received undefined'));
     expect(() => guestValue({} as never, { content: [] })).toThrow(new TypeError("guestValue: tool must be a tool created by defineTool() or toTool(), received object"));
   });
 });

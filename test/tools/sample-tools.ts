@@ -34,9 +34,7 @@ export const fullSession = z.object({
       selection_revision: z.number().int(),
       acp_caps: z.array(z.string()),
     }),
-    pending_interactions: z.array(
-      z.object({ interaction_id: z.string(), kind: z.string(), title: z.string(), provider_request_id: z.string().optional() }),
-    ),
+    pending_interactions: z.array(z.object({ interaction_id: z.string(), kind: z.string(), title: z.string(), provider_request_id: z.string().optional() })),
     stop_reason: z.string().optional(),
     archived_at: z.string().nullable(),
     lineage: z.object({ root_session_id: z.string(), permission_policy: z.object({ tools: z.array(z.string()) }) }),

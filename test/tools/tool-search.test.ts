@@ -6,7 +6,13 @@ import { defineTool, invokeTool, renderDeclarations, toTool, toolSearchTool, typ
 
 const execute = () => "";
 const catalog = (): Tool[] => [
-  defineTool({ name: "read_file", description: "Read a text file, optionally a range of lines.", input: z.object({ path: z.string(), start_line: z.number().int().optional() }), output: z.object({ content: z.string() }), execute: () => ({ content: "" }) }),
+  defineTool({
+    name: "read_file",
+    description: "Read a text file, optionally a range of lines.",
+    input: z.object({ path: z.string(), start_line: z.number().int().optional() }),
+    output: z.object({ content: z.string() }),
+    execute: () => ({ content: "" }),
+  }),
   toTool({ name: "write_file", description: "Write a text file, replacing its content.", execute }),
   toTool({ name: "create_issue", namespace: "tracker", description: "Open a new issue with a title and a body.", execute }),
   toTool({ name: "list_issues", namespace: "tracker", description: "List issues, newest first.", execute }),
@@ -19,7 +25,11 @@ const catalog = (): Tool[] => [
 const ctx = () => ({ signal: new AbortController().signal, callId: "c", runId: "r", depth: 0 });
 
 async function search(tools: Tool[], input: Record<string, unknown>): Promise<ToolCallResult> {
-  return invokeTool(toolSearchTool(() => tools), input, { ctx: ctx() });
+  return invokeTool(
+    toolSearchTool(() => tools),
+    input,
+    { ctx: ctx() },
+  );
 }
 
 const ids = (result: ToolCallResult) => (result.structuredContent as { matches: { id: string }[] }).matches.map((match) => match.id);
@@ -66,7 +76,11 @@ describe("tool_search", () => {
     expect(declarations).toContain("function read_file(args: {\n    path: string;\n    start_line?: number;\n  }): Promise<{\n    content: string;\n  }>;");
     expect(result.content[0]!.text.endsWith(`\n\n${declarations}`)).toBe(true);
     // Past the tool's budget, what does not fit is declared by one line, as in a prompt.
-    const small = await invokeTool(toolSearchTool(() => tools, { declarationsBudget: 300 }), { query: "file issue", declarations: true }, { ctx: ctx() });
+    const small = await invokeTool(
+      toolSearchTool(() => tools, { declarationsBudget: 300 }),
+      { query: "file issue", declarations: true },
+      { ctx: ctx() },
+    );
     const cut = (small.structuredContent as { declarations: string }).declarations;
     expect(Buffer.byteLength(cut)).toBeLessThanOrEqual(300);
     expect(cut).toContain("declared with one line only");
@@ -95,8 +109,14 @@ describe("tool_search", () => {
         message: `tool "tool_search" input "query" has no words to search for (received ${JSON.stringify(query)}); give words from a tool's name or purpose, e.g. "read file"`,
       });
     }
-    await expect(search(catalog(), { query: "x".repeat(1001) })).rejects.toMatchObject({ code: "tool_invalid_input", message: 'tool "tool_search" input "query" is invalid: Too big: expected string to have <=1000 characters' });
-    await expect(search(catalog(), { query: "file", limit: 51 })).rejects.toMatchObject({ code: "tool_invalid_input", message: 'tool "tool_search" input "limit" is invalid: Too big: expected number to be <=50' });
+    await expect(search(catalog(), { query: "x".repeat(1001) })).rejects.toMatchObject({
+      code: "tool_invalid_input",
+      message: 'tool "tool_search" input "query" is invalid: Too big: expected string to have <=1000 characters',
+    });
+    await expect(search(catalog(), { query: "file", limit: 51 })).rejects.toMatchObject({
+      code: "tool_invalid_input",
+      message: 'tool "tool_search" input "limit" is invalid: Too big: expected number to be <=50',
+    });
   });
 
   it("hostile input is ordinary input: regex syntax, unicode, control characters and huge descriptions", async () => {

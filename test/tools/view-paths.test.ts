@@ -36,7 +36,15 @@ describe("classifyViewPath: which view carries a field", () => {
   });
 
   it("single-result tools are resolved in their one schema; untyped tools have no schema", () => {
-    const single = describeTool(defineTool({ name: "one", description: "d", input: z.object({}), output: z.object({ rows: z.array(z.object({ n: z.number() })), meta: z.record(z.string(), z.unknown()) }), execute: () => ({ rows: [], meta: {} }) }));
+    const single = describeTool(
+      defineTool({
+        name: "one",
+        description: "d",
+        input: z.object({}),
+        output: z.object({ rows: z.array(z.object({ n: z.number() })), meta: z.record(z.string(), z.unknown()) }),
+        execute: () => ({ rows: [], meta: {} }),
+      }),
+    );
     expect(classifyViewPath(single, ["rows", 3, "n"])).toEqual({ verdict: "ok" });
     expect(classifyViewPath(single, ["rows", 3, "m"])).toEqual({ verdict: "unresolvable", missingSegment: 2 });
     expect(classifyViewPath(single, ["meta", "x", "y"])).toEqual({ verdict: "unproven", declaredSegments: 1 });
@@ -50,7 +58,12 @@ describe("resolveSchemaPath", () => {
       type: "object",
       properties: {
         a: { anyOf: [{ type: "null" }, { type: "object", properties: { b: { type: "string" } }, additionalProperties: false }] },
-        u: { anyOf: [{ type: "object", properties: { x: { type: "number" } }, additionalProperties: false }, { type: "object", properties: { y: { $ref: "#/$defs/Node" } }, additionalProperties: false }] },
+        u: {
+          anyOf: [
+            { type: "object", properties: { x: { type: "number" } }, additionalProperties: false },
+            { type: "object", properties: { y: { $ref: "#/$defs/Node" } }, additionalProperties: false },
+          ],
+        },
         tuple: { type: "array", prefixItems: [{ type: "string" }, { type: "object", properties: { k: { type: "number" } }, additionalProperties: false }], items: false },
       },
       additionalProperties: false,

@@ -104,7 +104,18 @@ describe("the per-result check", () => {
       if (!tool.hasResultViews) continue;
       unproven[tool.name] = toolInternals(tool).subsetChecks?.length ?? 0;
     }
-    expect(unproven).toStrictEqual({ ptc_subagent: 0, ptc_task_list: 0, ptc_task_output: 0, ptc_task_stop: 0, ptc_task_wait: 0, ptc_workflow: 0, read_file: 0, search_files: 0, list_files: 0, write_file: 0 });
+    expect(unproven).toStrictEqual({
+      ptc_subagent: 0,
+      ptc_task_list: 0,
+      ptc_task_output: 0,
+      ptc_task_stop: 0,
+      ptc_task_wait: 0,
+      ptc_workflow: 0,
+      read_file: 0,
+      search_files: 0,
+      list_files: 0,
+      write_file: 0,
+    });
     void host.close();
   });
 
@@ -115,4 +126,3 @@ describe("the per-result check", () => {
     expect(check.residuals.map((r) => r.path)).toStrictEqual(["$.rows[].v"]);
   });
 });
-

@@ -59,11 +59,23 @@ describe("codemode workflow validate", () => {
   it("usage errors exit 2 and name the fix", async () => {
     const cwd = project();
     expect(await runCli(["workflow", "validate"], { cwd })).toMatchObject({ code: 2, stderr: "codemode workflow validate: expected one workflow file, got none\nRun codemode help for usage.\n" });
-    expect(await runCli(["workflow", "check", "review.yaml"], { cwd })).toMatchObject({ code: 2, stderr: 'codemode workflow: unknown subcommand "check"; use "validate" or "run"\nRun codemode help for usage.\n' });
-    expect(await runCli(["workflow", "run", "review.yaml", "--input", "file"], { cwd })).toMatchObject({ code: 2, stderr: 'codemode workflow run: --input must be <name>=<value>, got "file"\nRun codemode help for usage.\n' });
-    expect(await runCli(["workflow", "run", "nope.yaml"], { cwd })).toMatchObject({ code: 2, stderr: 'codemode workflow run: cannot read the workflow "nope.yaml": no such file\nRun codemode help for usage.\n' });
+    expect(await runCli(["workflow", "check", "review.yaml"], { cwd })).toMatchObject({
+      code: 2,
+      stderr: 'codemode workflow: unknown subcommand "check"; use "validate" or "run"\nRun codemode help for usage.\n',
+    });
+    expect(await runCli(["workflow", "run", "review.yaml", "--input", "file"], { cwd })).toMatchObject({
+      code: 2,
+      stderr: 'codemode workflow run: --input must be <name>=<value>, got "file"\nRun codemode help for usage.\n',
+    });
+    expect(await runCli(["workflow", "run", "nope.yaml"], { cwd })).toMatchObject({
+      code: 2,
+      stderr: 'codemode workflow run: cannot read the workflow "nope.yaml": no such file\nRun codemode help for usage.\n',
+    });
     const typed = project({ "typed.yaml": "inputs: { n: { default: 3 } }\ngraph: { nodes: [{ id: a, kind: list_files, params: { pattern: '*.yaml', limit: '{{ .inputs.n }}' } }] }\n" });
-    expect(await runCli(["workflow", "run", "typed.yaml", "--input", "n=many"], { cwd: typed })).toMatchObject({ code: 2, stderr: 'codemode workflow run: --input n must be a number (its default is 3), got "many"\nRun codemode help for usage.\n' });
+    expect(await runCli(["workflow", "run", "typed.yaml", "--input", "n=many"], { cwd: typed })).toMatchObject({
+      code: 2,
+      stderr: 'codemode workflow run: --input n must be a number (its default is 3), got "many"\nRun codemode help for usage.\n',
+    });
     const listed = await runCli(["workflow", "run", "typed.yaml", "--input", "n=1", "--json"], { cwd: typed });
     expect(JSON.parse(listed.stdout).outputs.a).toMatchObject({ files: ["review.yaml"], truncated: true });
   });
@@ -161,7 +173,10 @@ describe("codemode workflow run", () => {
     const cwd = tempProject({ agentsDir: "agents" }, { "notes.md": "# Notes\n" });
     mkdirSync(join(cwd, "agents"));
     writeFileSync(join(cwd, "agents", "sleepy.md"), sleepy);
-    writeFileSync(join(cwd, "flow.yaml"), "graph:\n  nodes:\n    - { id: inspect, kind: read_file, params: { path: notes.md, result_view: full } }\n    - { id: work, kind: run-agent, params: { agent: sleepy, prompt: 'read {{ .nodes.inspect.output.bytes }} bytes' } }\n");
+    writeFileSync(
+      join(cwd, "flow.yaml"),
+      "graph:\n  nodes:\n    - { id: inspect, kind: read_file, params: { path: notes.md, result_view: full } }\n    - { id: work, kind: run-agent, params: { agent: sleepy, prompt: 'read {{ .nodes.inspect.output.bytes }} bytes' } }\n",
+    );
     const child = spawn(process.execPath, [CLI, "workflow", "run", "flow.yaml"], { cwd, env: { ...process.env, CODEMODE_PROGRESS: "0" } });
     let stdout = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

@@ -116,10 +116,12 @@ describe("the end-to-end workflow", () => {
     const [report, final] = children;
     const digest = describeTool(f.cm.toolList().find((t) => t.id === "session_status")!).output_views!.full.digest;
     const nodes = sc.nodes as Array<Record<string, unknown>>;
-    expect(nodes.map(({ duration_ms, ...rest }) => {
+    expect(
+      nodes.map(({ duration_ms, ...rest }) => {
         expect(typeof duration_ms).toBe("number");
         return rest;
-      })).toStrictEqual([
+      }),
+    ).toStrictEqual([
       { node: "inspect", status: "succeeded", kind: "session_status", view: "full" },
       { node: "report", status: "succeeded", kind: "run-agent", agent: "general", task_id: report!.id },
       { node: "final", status: "succeeded", kind: "run-agent", agent: "general", task_id: final!.id },
@@ -142,7 +144,10 @@ describe("the end-to-end workflow", () => {
     expect(text[2]).toBe(`- inspect (session_status, full view): ${JSON.stringify(FULL_SESSION).slice(0, 300)}…`);
 
     const page = await f.cm.callTool("ptc_task_output", { task_id: id });
-    const lines = (page.structuredContent!.output as string).trimEnd().split("\n").map((l) => JSON.parse(l));
+    const lines = (page.structuredContent!.output as string)
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => [l.node, l.status])).toStrictEqual([
       ["inspect", "succeeded"],
       ["report", "succeeded"],
@@ -237,9 +242,21 @@ describe("pinned views (docs/tool-contract.md#hooks-and-pinned-views)", () => {
         },
       },
     });
-    const workflow = (view: string) => ({ graph: { nodes: [{ id: "inspect", kind: "session_status", params: { session_id: "s", ...(view ? { result_view: view } : {}) } }, { id: "report", kind: "run-agent", params: { agent: "general", prompt: "{{ .nodes.inspect.output.session.id }}" } }] } });
-    for (const [view, pinned] of [["", "compact"], ["full", "full"]] as const) {
-      const result = await f.cm.run(`try { await tools.ptc_workflow({ workflow: ${JSON.stringify(workflow(view))} }); } catch (e) { return { code: e.code, message: e.message, task_id: e.task_id, node: e.node, node_code: e.node_code, node_reason: e.node_reason }; }`);
+    const workflow = (view: string) => ({
+      graph: {
+        nodes: [
+          { id: "inspect", kind: "session_status", params: { session_id: "s", ...(view ? { result_view: view } : {}) } },
+          { id: "report", kind: "run-agent", params: { agent: "general", prompt: "{{ .nodes.inspect.output.session.id }}" } },
+        ],
+      },
+    });
+    for (const [view, pinned] of [
+      ["", "compact"],
+      ["full", "full"],
+    ] as const) {
+      const result = await f.cm.run(
+        `try { await tools.ptc_workflow({ workflow: ${JSON.stringify(workflow(view))} }); } catch (e) { return { code: e.code, message: e.message, task_id: e.task_id, node: e.node, node_code: e.node_code, node_reason: e.node_reason }; }`,
+      );
       const id = f.cm.tasks.list({ limit: 1 }).records[0]!.id;
       expect(result.structuredContent.value).toStrictEqual({
         code: "workflow_failed",
@@ -249,16 +266,28 @@ describe("pinned views (docs/tool-contract.md#hooks-and-pinned-views)", () => {
         node_code: "tool_denied",
         node_reason: "result_view_pinned",
       });
-      const lines = f.cm.tasks.output(id).output.trimEnd().split("\n").map((l) => JSON.parse(l));
+      const lines = f.cm.tasks
+        .output(id)
+        .output.trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(lines.map(({ duration_ms: _d, ...rest }) => rest)).toStrictEqual([
-        { node: "inspect", status: "failed", kind: "session_status", view: pinned, error: { code: "tool_denied", reason: "result_view_pinned", message: `tool "session_status" result view is pinned to "${pinned}" by the caller` } },
+        {
+          node: "inspect",
+          status: "failed",
+          kind: "session_status",
+          view: pinned,
+          error: { code: "tool_denied", reason: "result_view_pinned", message: `tool "session_status" result view is pinned to "${pinned}" by the caller` },
+        },
         { node: "report", status: "skipped", kind: "run-agent", agent: "general", reason: 'it depends on "inspect", which failed' },
       ]);
       expect(f.cm.tasks.get(id)).toMatchObject({ status: "failed", usage: { input: 0, output: 0, cost: 0, turns: 0 } });
       expect(f.cm.tasks.store.children(id)).toStrictEqual([]);
     }
     // The hook saw the pin on the tool reference, and the tool never ran; no agent did either.
-    const seen = events.filter((e) => e.tool.id === "session_status").map((e) => ({ input: e.input, has_result_views: e.has_result_views, pinned: e.pinned_result_view, task: e.ctx.taskId !== undefined }));
+    const seen = events
+      .filter((e) => e.tool.id === "session_status")
+      .map((e) => ({ input: e.input, has_result_views: e.has_result_views, pinned: e.pinned_result_view, task: e.ctx.taskId !== undefined }));
     expect(seen).toStrictEqual([
       { input: { session_id: "s" }, has_result_views: true, pinned: "compact", task: true },
       { input: { session_id: "s", result_view: "full" }, has_result_views: true, pinned: "full", task: true },
@@ -275,12 +304,27 @@ describe("pinned views (docs/tool-contract.md#hooks-and-pinned-views)", () => {
         postCall: (event) => void post.push({ tool: event.tool.id, has_result_views: event.has_result_views, ...(event.result_view ? { result_view: event.result_view } : {}) }),
       },
     });
-    const workflow = { graph: { nodes: [{ id: "inspect", kind: "session_status", params: { session_id: "s", result_view: "full" } }, { id: "skill", kind: "skill_view", params: { skill: "x" } }] } };
+    const workflow = {
+      graph: {
+        nodes: [
+          { id: "inspect", kind: "session_status", params: { session_id: "s", result_view: "full" } },
+          { id: "skill", kind: "skill_view", params: { skill: "x" } },
+        ],
+      },
+    };
     const result = await f.cm.callTool("ptc_workflow", { workflow });
     const id = f.cm.tasks.list({ limit: 1 }).records[0]!.id;
     expect((result.structuredContent as { error: { code: string } }).error.code).toBe("workflow_failed");
-    const lines = f.cm.tasks.output(id).output.trimEnd().split("\n").map((l) => JSON.parse(l));
-    expect(lines.find((l) => l.node === "skill").error).toStrictEqual({ code: "tool_invalid_input", reason: "schema_invalid", message: 'tool "skill_view" returns a single result and does not accept "result_view"' });
+    const lines = f.cm.tasks
+      .output(id)
+      .output.trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.find((l) => l.node === "skill").error).toStrictEqual({
+      code: "tool_invalid_input",
+      reason: "schema_invalid",
+      message: 'tool "skill_view" returns a single result and does not accept "result_view"',
+    });
     expect(f.calls.inputs).toStrictEqual([{ session_id: "s" }]);
     expect(post).toStrictEqual([{ tool: "session_status", has_result_views: true, result_view: "full" }]);
   });
@@ -306,12 +350,28 @@ describe("pinned views (docs/tool-contract.md#hooks-and-pinned-views)", () => {
         return { id: "p1", rules: ["no force-push"] };
       },
     });
-    const v2 = defineTool({ name: "policy", description: "v2", input: z.object({}), views: { compact: z.object({ id: z.string() }), full: z.object({ id: z.string(), owner: z.string() }) }, execute: () => ({ id: "p2", owner: "ops" }) });
-    const host = new TaskHost({ store: memoryTaskStore(), agents: new AgentRegistry({ dirs: [], agents: [{ name: "echo", description: "d", driver: "function", run: async ({ task }) => `echo ${task}` }] }) });
+    const v2 = defineTool({
+      name: "policy",
+      description: "v2",
+      input: z.object({}),
+      views: { compact: z.object({ id: z.string() }), full: z.object({ id: z.string(), owner: z.string() }) },
+      execute: () => ({ id: "p2", owner: "ops" }),
+    });
+    const host = new TaskHost({
+      store: memoryTaskStore(),
+      agents: new AgentRegistry({ dirs: [], agents: [{ name: "echo", description: "d", driver: "function", run: async ({ task }) => `echo ${task}` }] }),
+    });
     cleanup.push(() => host.close());
     const catalog: Tool[] = [v1];
     const tool = ptcWorkflowTool({ host, tools: () => catalog, limits: { maxInFlight: 4, maxCrossingBytes: 1024 * 1024 } });
-    const workflow = { graph: { nodes: [{ id: "p", kind: "policy", params: { result_view: "full" } }, { id: "a", kind: "run-agent", params: { agent: "echo", prompt: "{{ .nodes.p.output.rules }}" } }] } };
+    const workflow = {
+      graph: {
+        nodes: [
+          { id: "p", kind: "policy", params: { result_view: "full" } },
+          { id: "a", kind: "run-agent", params: { agent: "echo", prompt: "{{ .nodes.p.output.rules }}" } },
+        ],
+      },
+    };
     const ctx = { signal: new AbortController().signal, callId: "c", runId: "r", depth: 0 };
     const running = invokeTool(tool, { workflow, result_view: "full" }, { ctx });
     await started.promise;
@@ -352,7 +412,10 @@ describe("scheduling", () => {
   };
 
   it("independent nodes run at once; dependents after; the in-flight cap holds", async () => {
-    for (const [maxInFlight, expected] of [[16, 4], [1, 1]] as const) {
+    for (const [maxInFlight, expected] of [
+      [16, 4],
+      [1, 1],
+    ] as const) {
       const stats = { active: 0, max: 0 };
       const f = await fixture({ tools: [tickTool(stats)], limits: { maxInFlight } });
       const result = await f.cm.callTool("ptc_workflow", { workflow: fan, result_view: "full" });
@@ -436,7 +499,11 @@ describe("scheduling", () => {
     f.gate.resolve();
     const final = await f.cm.tasks.wait(id);
     const [child] = f.cm.tasks.store.children(id);
-    const lines = f.cm.tasks.output(id).output.trimEnd().split("\n").map((l) => JSON.parse(l));
+    const lines = f.cm.tasks
+      .output(id)
+      .output.trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines[0].output).toStrictEqual({ task_id: child!.id, status: "running" });
     expect(lines[1].output).toMatchObject({ task_id: child!.id, status: "running", output: "working\n" });
     expect(final).toMatchObject({ status: "succeeded", usage: { input: 40, output: 4, cost: 0.5, turns: 1 } });
@@ -474,9 +541,17 @@ describe("scheduling", () => {
     const f = await fixture();
     const refused = await f.cm.callTool("ptc_workflow", { workflow: seedFull("x").replace(/inspect/g, "__proto__"), validate_only: true });
     expect((refused.structuredContent as { errors: unknown[] }).errors).toStrictEqual([
-      { code: "invalid_definition", node: "__proto__", path: "graph.nodes[0].id", line: 3, message: 'node id "__proto__" is reserved (it would not survive as a key of the outputs); choose another id' },
+      {
+        code: "invalid_definition",
+        node: "__proto__",
+        path: "graph.nodes[0].id",
+        line: 3,
+        message: 'node id "__proto__" is reserved (it would not survive as a key of the outputs); choose another id',
+      },
     ]);
-    const result = await f.cm.callTool("ptc_workflow", { workflow: seedFull("{{ .nodes.inspect.output.session.diagnostics.constructor }}|{{ .nodes.inspect.output.session.diagnostics.__proto__ }}|{{ .nodes.inspect.output.session.id }}") });
+    const result = await f.cm.callTool("ptc_workflow", {
+      workflow: seedFull("{{ .nodes.inspect.output.session.diagnostics.constructor }}|{{ .nodes.inspect.output.session.diagnostics.__proto__ }}|{{ .nodes.inspect.output.session.id }}"),
+    });
     const outputs = (result.structuredContent as { outputs: Record<string, unknown> }).outputs;
     expect(Object.keys(outputs)).toStrictEqual(["inspect", "report"]);
     expect(f.agentRuns).toStrictEqual(["||sess-example"]);
@@ -511,7 +586,12 @@ describe("the task store keeps workflows", () => {
     const row = (listed.structuredContent!.tasks as Array<Record<string, unknown>>).find((t) => t.id === id)!;
     expect(row).toMatchObject({ agent: "workflow", driver: "workflow", status: "succeeded", usage: generalUsage });
     const page = await second.cm.callTool("ptc_task_output", { task_id: id });
-    expect((page.structuredContent!.output as string).trimEnd().split("\n").map((l) => JSON.parse(l).node)).toStrictEqual(["inspect", "report"]);
+    expect(
+      (page.structuredContent!.output as string)
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l).node),
+    ).toStrictEqual(["inspect", "report"]);
   });
 
   it("a workflow whose host dies is marked lost by the next host, with its running agent", async () => {

@@ -34,9 +34,21 @@ describe("parseTemplate", () => {
   });
 
   it("reports the offending template, the character and what was expected there", () => {
-    expect(failure("ab {{ .nodes.x.outputs.y }}")).toStrictEqual({ message: 'expected ".output" after ".nodes.x", as in {{ .nodes.x.output.<path> }}', template: "{{ .nodes.x.outputs.y }}", character: 15 });
-    expect(failure("{{ .input.x }}")).toStrictEqual({ message: 'expected "inputs" or "nodes" after ".", not "input"; a reference is {{ .inputs.<name> }} or {{ .nodes.<id>.output.<path> }}', template: "{{ .input.x }}", character: 5 });
-    expect(failure("{{ nodes.x.output }}")).toStrictEqual({ message: 'expected "." to start a reference; a reference is {{ .inputs.<name> }} or {{ .nodes.<id>.output.<path> }}', template: "{{ nodes.x.output }}", character: 4 });
+    expect(failure("ab {{ .nodes.x.outputs.y }}")).toStrictEqual({
+      message: 'expected ".output" after ".nodes.x", as in {{ .nodes.x.output.<path> }}',
+      template: "{{ .nodes.x.outputs.y }}",
+      character: 15,
+    });
+    expect(failure("{{ .input.x }}")).toStrictEqual({
+      message: 'expected "inputs" or "nodes" after ".", not "input"; a reference is {{ .inputs.<name> }} or {{ .nodes.<id>.output.<path> }}',
+      template: "{{ .input.x }}",
+      character: 5,
+    });
+    expect(failure("{{ nodes.x.output }}")).toStrictEqual({
+      message: 'expected "." to start a reference; a reference is {{ .inputs.<name> }} or {{ .nodes.<id>.output.<path> }}',
+      template: "{{ nodes.x.output }}",
+      character: 4,
+    });
     expect(failure("{{ .inputs.a.b }}").message).toBe("an input reference ends after its name: {{ .inputs.a }} (inputs have no fields)");
     expect(failure("{{ .nodes.a.output.b..c }}").message).toBe('expected a field name after "."');
     expect(failure("{{ .nodes.a.output.b[x] }}").message).toBe('expected an array index (digits) or a quoted key in "[…]"');

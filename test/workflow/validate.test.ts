@@ -117,11 +117,23 @@ describe("a reference into the compact view stops the workflow before start", ()
           'node "inspect" produces session.nope, which neither the compact nor the full result of session_status has: session has no field "nope"; check the field names with tool_info({ tool_id: "session_status" })',
           { node: "inspect", path: "graph.nodes[0].produces[2]", line: 10 },
         ),
-        error("invalid_definition", 'node "inspect" produces "a..b", which is not a field path; write it like session.lineage.permission_policy.tools or tasks[0].id', { node: "inspect", path: "graph.nodes[0].produces[3]", line: 10 }),
+        error("invalid_definition", 'node "inspect" produces "a..b", which is not a field path; write it like session.lineage.permission_policy.tools or tasks[0].id', {
+          node: "inspect",
+          path: "graph.nodes[0].produces[3]",
+          line: 10,
+        }),
       ],
       warnings: [],
     });
-    expect(await validateOnly(f.cm, workflow.replace("      produces: [session.id, session.lineage.permission_policy.tools, session.nope, 'a..b']\n", "        result_view: full\n      produces: [session.lineage.permission_policy.tools]\n"))).toStrictEqual({
+    expect(
+      await validateOnly(
+        f.cm,
+        workflow.replace(
+          "      produces: [session.id, session.lineage.permission_policy.tools, session.nope, 'a..b']\n",
+          "        result_view: full\n      produces: [session.lineage.permission_policy.tools]\n",
+        ),
+      ),
+    ).toStrictEqual({
       valid: true,
       errors: [],
       warnings: [],
@@ -144,7 +156,11 @@ describe("what a user expects validation to catch", () => {
   it("an unknown tool names the closest tools", async () => {
     const workflow = seedWorkflow().replace("kind: session_status", "kind: sesion_status");
     expect((await validateOnly(f.cm, workflow)).errors).toStrictEqual([
-      error("unknown_tool", 'node "inspect" kind "sesion_status" is neither a tool nor "run-agent"; closest tools: "session_status", "tool_search", "skill_view"', { node: "inspect", path: "graph.nodes[0].kind", line: 7 }),
+      error("unknown_tool", 'node "inspect" kind "sesion_status" is neither a tool nor "run-agent"; closest tools: "session_status", "tool_search", "skill_view"', {
+        node: "inspect",
+        path: "graph.nodes[0].kind",
+        line: 7,
+      }),
     ]);
     expectNothingRan(f);
   });
@@ -160,7 +176,11 @@ describe("what a user expects validation to catch", () => {
     ]);
     const templated = seedWorkflow("        result_view: full\n").replace("agent: general", 'agent: "{{ .inputs.session_id }}"');
     expect((await validateOnly(f.cm, templated)).errors).toStrictEqual([
-      error("invalid_params", 'node "report" params.agent must be a literal agent name, not a template, so it can be checked before the workflow starts', { node: "report", path: "graph.nodes[1].params.agent", line: 15 }),
+      error("invalid_params", 'node "report" params.agent must be a literal agent name, not a template, so it can be checked before the workflow starts', {
+        node: "report",
+        path: "graph.nodes[1].params.agent",
+        line: 15,
+      }),
     ]);
     const shape = { graph: { nodes: [{ id: "a", kind: "run-agent", params: { agent: "general", task: "x", background: "yes" } }] } };
     expect((await validateOnly(f.cm, shape)).errors).toStrictEqual([
@@ -179,7 +199,10 @@ describe("what a user expects validation to catch", () => {
           { id: "b", kind: "skill_view", params: { skill: "y" } },
           { id: "a", kind: "skill_view", params: { skill: "z" } },
         ],
-        edges: [{ from: "a", to: "bb" }, { from: "c", to: "b" }],
+        edges: [
+          { from: "a", to: "bb" },
+          { from: "c", to: "b" },
+        ],
       },
     };
     expect((await validateOnly(f.cm, workflow)).errors).toStrictEqual([
@@ -195,11 +218,18 @@ describe("what a user expects validation to catch", () => {
     const workflow = {
       graph: {
         nodes: [node("start"), node("a", "c"), node("b"), node("c"), node("self", "self")],
-        edges: [{ from: "start", to: "a" }, { from: "a", to: "b" }, { from: "b", to: "c" }],
+        edges: [
+          { from: "start", to: "a" },
+          { from: "a", to: "b" },
+          { from: "b", to: "c" },
+        ],
       },
     };
     expect((await validateOnly(f.cm, workflow)).errors).toStrictEqual([
-      error("cycle", 'the graph has a cycle: a → b → c → a (each must finish before the next starts, through edges or {{ .nodes.<id>.output }} references); remove one of these dependencies', { node: "a", path: "graph" }),
+      error("cycle", "the graph has a cycle: a → b → c → a (each must finish before the next starts, through edges or {{ .nodes.<id>.output }} references); remove one of these dependencies", {
+        node: "a",
+        path: "graph",
+      }),
       error("cycle", 'node "self" depends on itself (self → self): a node cannot read its own output or have an edge to itself', { node: "self", path: "graph" }),
     ]);
     expectNothingRan(f);
@@ -218,7 +248,11 @@ describe("what a user expects validation to catch", () => {
     };
     expect((await validateOnly(f.cm, workflow)).errors).toStrictEqual([
       error("tool_invalid_input", 'tool "session_status" input "session_id" must be string, received number', { node: "wrong", path: "graph.nodes[0].params" }),
-      error("tool_invalid_input", 'tool "skill_view" input "skill" is required: expected string, received undefined; tool "skill_view" input "max_lines" is invalid: Too small: expected number to be >0', { node: "missing", path: "graph.nodes[1].params" }),
+      error(
+        "tool_invalid_input",
+        'tool "skill_view" input "skill" is required: expected string, received undefined; tool "skill_view" input "max_lines" is invalid: Too small: expected number to be >0',
+        { node: "missing", path: "graph.nodes[1].params" },
+      ),
     ]);
     expectNothingRan(f);
   });
@@ -226,7 +260,11 @@ describe("what a user expects validation to catch", () => {
   it("a template error is reported at the offending template and character", async () => {
     const workflow = seedWorkflow("        result_view: full\n", "a {{ .nodes.inspect.outpt.session }} b");
     expect((await validateOnly(f.cm, workflow)).errors).toStrictEqual([
-      error("template_invalid", 'node "report" params.prompt: template {{ .nodes.inspect.outpt.session }} at character 20: expected ".output" after ".nodes.inspect", as in {{ .nodes.inspect.output.<path> }}', { node: "report", path: "graph.nodes[1].params.prompt", line: 16 }),
+      error(
+        "template_invalid",
+        'node "report" params.prompt: template {{ .nodes.inspect.outpt.session }} at character 20: expected ".output" after ".nodes.inspect", as in {{ .nodes.inspect.output.<path> }}',
+        { node: "report", path: "graph.nodes[1].params.prompt", line: 16 },
+      ),
     ]);
     const unclosed = { graph: { nodes: [{ id: "a", kind: "run-agent", params: { agent: "general", prompt: "see {{ .inputs.x" } }] } };
     expect((await validateOnly(f.cm, unclosed)).errors).toStrictEqual([
@@ -238,7 +276,11 @@ describe("what a user expects validation to catch", () => {
   it("inputs: a reference to an undeclared input; a run without a required value or with an unknown one", async () => {
     const undeclared = seedWorkflow("        result_view: full\n").replace('"{{ .inputs.session_id }}"', '"{{ .inputs.sesion_id }}"');
     expect((await validateOnly(f.cm, undeclared)).errors).toStrictEqual([
-      error("unknown_input", 'node "inspect" reads inputs.sesion_id, which the workflow does not declare; its inputs are session_id: add "sesion_id" under "inputs"', { node: "inspect", path: "graph.nodes[0].params.session_id", line: 9 }),
+      error("unknown_input", 'node "inspect" reads inputs.sesion_id, which the workflow does not declare; its inputs are session_id: add "sesion_id" under "inputs"', {
+        node: "inspect",
+        path: "graph.nodes[0].params.session_id",
+        line: 9,
+      }),
     ]);
     const workflow = seedWorkflow("        result_view: full\n");
     expect((await validateOnly(f.cm, workflow, { inputs: { sesion_id: "x" } })).errors).toStrictEqual([
@@ -250,7 +292,8 @@ describe("what a user expects validation to catch", () => {
     expect(run.structuredContent).toStrictEqual({
       error: {
         code: "workflow_invalid",
-        message: 'the workflow is invalid (1 problem); nothing ran:\n\nerror: missing_input\ninput "session_id" has no value and no default; pass it in inputs (CLI: --input session_id=…)\n  at line 2',
+        message:
+          'the workflow is invalid (1 problem); nothing ran:\n\nerror: missing_input\ninput "session_id" has no value and no default; pass it in inputs (CLI: --input session_id=…)\n  at line 2',
       },
     });
     expectNothingRan(f);
@@ -267,7 +310,11 @@ describe("what a user expects validation to catch", () => {
       error("invalid_definition", 'unknown field "grpah"; a workflow has "name", "description", "inputs", "graph"', { path: "grpah", line: 2 }),
       error("invalid_definition", '"name" must be a string, received the number 7', { path: "name", line: 1 }),
       error("invalid_definition", 'unknown field "extra" of node "1bad"; a node has "id", "class", "kind", "params", "produces"', { node: "1bad", path: "graph.nodes[0].extra", line: 8 }),
-      error("invalid_definition", 'node id "1bad" must be 1–64 letters, digits, "_" or "-", starting with a letter or "_" (templates read it as {{ .nodes.<id>.output }})', { node: "1bad", path: "graph.nodes[0].id", line: 5 }),
+      error("invalid_definition", 'node id "1bad" must be 1–64 letters, digits, "_" or "-", starting with a letter or "_" (templates read it as {{ .nodes.<id>.output }})', {
+        node: "1bad",
+        path: "graph.nodes[0].id",
+        line: 5,
+      }),
       error("invalid_definition", 'node "1bad" has class the string "gate"; the only node class is "action"', { node: "1bad", path: "graph.nodes[0].class", line: 6 }),
       error("invalid_definition", 'node "1bad" needs a "kind": a tool id (e.g. read_file) or "run-agent", received the string ""', { node: "1bad", path: "graph.nodes[0].kind", line: 7 }),
       error("invalid_definition", 'graph.nodes[1] must be a mapping { id, class: action, kind, params }, received the string "just a string"', { path: "graph.nodes[1]", line: 9 }),
@@ -283,9 +330,20 @@ describe("what a user expects validation to catch", () => {
   });
 
   it("a reference into a tool that declares no output schema is unresolvable: its result is text", async () => {
-    const workflow = { graph: { nodes: [{ id: "n", kind: "note" }, { id: "a", kind: "run-agent", params: { agent: "general", prompt: "{{ .nodes.n.output.title }} / {{ .nodes.n.output }}" } }] } };
+    const workflow = {
+      graph: {
+        nodes: [
+          { id: "n", kind: "note" },
+          { id: "a", kind: "run-agent", params: { agent: "general", prompt: "{{ .nodes.n.output.title }} / {{ .nodes.n.output }}" } },
+        ],
+      },
+    };
     expect((await validateOnly(f.cm, workflow)).errors).toStrictEqual([
-      error("unresolvable_path", 'node "a" reads nodes.n.output.title, but note declares no output schema, so nothing declares the fields of its result (the value its execute returned); read the whole value with {{ .nodes.n.output }}', { node: "a", path: "graph.nodes[1].params.prompt" }),
+      error(
+        "unresolvable_path",
+        'node "a" reads nodes.n.output.title, but note declares no output schema, so nothing declares the fields of its result (the value its execute returned); read the whole value with {{ .nodes.n.output }}',
+        { node: "a", path: "graph.nodes[1].params.prompt" },
+      ),
     ]);
     expectNothingRan(f);
   });
@@ -355,7 +413,9 @@ graph:
       bomb += `${name}: &${name} [${Array(9).fill(`*${prev}`).join(",")}]\n`;
       prev = name;
     }
-    expect((await validateOnly(f.cm, bomb)).errors).toStrictEqual([error("invalid_definition", "the workflow is not valid YAML: Excessive alias count indicates a resource exhaustion attack", { line: 1 })]);
+    expect((await validateOnly(f.cm, bomb)).errors).toStrictEqual([
+      error("invalid_definition", "the workflow is not valid YAML: Excessive alias count indicates a resource exhaustion attack", { line: 1 }),
+    ]);
     const chain = { graph: { nodes: Array.from({ length: 1000 }, (_, i) => ({ id: `n${i}`, kind: "skill_view", params: { skill: i === 0 ? "x" : `{{ .nodes.n${i - 1}.output.name }}` } })) } };
     expect(await validateOnly(f.cm, chain)).toStrictEqual({ valid: true, errors: [], warnings: [] });
     expectNothingRan(f);

@@ -180,7 +180,11 @@ describe("finding 3: special files are refused on the descriptor, without blocki
     execFileSync("mknod", [join(root, "rootfs", "dev", "zero"), "c", "1", "5"]);
     symlinkSync("rootfs/dev/zero", join(root, "zero-link"));
     const ro = workspaceTools({ root });
-    expect(await outcome(tool(ro, "read_file"), { path: "rootfs/dev/zero" })).toMatchObject({ code: "tool_failed", reason: "not_regular_file", message: '"rootfs/dev/zero" is a character device, not a regular file; only regular files are read or written' });
+    expect(await outcome(tool(ro, "read_file"), { path: "rootfs/dev/zero" })).toMatchObject({
+      code: "tool_failed",
+      reason: "not_regular_file",
+      message: '"rootfs/dev/zero" is a character device, not a regular file; only regular files are read or written',
+    });
     expect(await outcome(tool(ro, "read_file"), { path: "zero-link" })).toMatchObject({ reason: "not_regular_file" });
     expect(await outcome(tool(ro, "search_files"), { pattern: "x", glob: "**/*" })).toMatchObject({ ok: { files_searched: 1 } });
     expect(await outcome(tool(ro, "read_file"), { path: "ok.txt" })).toMatchObject({ ok: { content: "fine" } });
@@ -220,7 +224,10 @@ describe("finding 4: large files are read in bounded chunks, only the range aske
     const head = (await outcome(tool(ro, "read_file"), { path: "big.log" })) as { ok: { end_line: number; truncated: boolean } };
     // 50 KB of 160-byte lines: cut at line 320, with where to read on.
     expect([head.ok.end_line, head.ok.truncated]).toStrictEqual([320, true]);
-    expect(await outcome(tool(ro, "read_file"), { path: "big.log", start_line: LINES + 1 })).toMatchObject({ code: "tool_invalid_input", message: `"start_line" ${LINES + 1} is past the end of "big.log" (${LINES} lines)` });
+    expect(await outcome(tool(ro, "read_file"), { path: "big.log", start_line: LINES + 1 })).toMatchObject({
+      code: "tool_invalid_input",
+      message: `"start_line" ${LINES + 1} is past the end of "big.log" (${LINES} lines)`,
+    });
   });
 
   it("16 parallel reads keep the host's timers running and its memory bounded", async () => {

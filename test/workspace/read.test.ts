@@ -30,7 +30,14 @@ describe("readLineRange", () => {
           const fd = openSync(file, "r");
           try {
             const whole = readLineRangeNow(fd, options);
-            const chunked = await readLineRange(fd, { ...options, chunkBytes, signal: new AbortController().signal, onAbort: () => { throw new Error("aborted") } });
+            const chunked = await readLineRange(fd, {
+              ...options,
+              chunkBytes,
+              signal: new AbortController().signal,
+              onAbort: () => {
+                throw new Error("aborted");
+              },
+            });
             expect(chunked).toStrictEqual(whole);
           } finally {
             closeSync(fd);
@@ -49,7 +56,16 @@ describe("readLineRange", () => {
     try {
       const options = { size: bytes.length, start: 1, maxLines: 10, maxBytes: 100 };
       expect(readLineRangeNow(fd, options)).toStrictEqual({ binary: true });
-      expect(await readLineRange(fd, { ...options, chunkBytes: 2, signal: new AbortController().signal, onAbort: () => { throw new Error("aborted") } })).toStrictEqual({ binary: true });
+      expect(
+        await readLineRange(fd, {
+          ...options,
+          chunkBytes: 2,
+          signal: new AbortController().signal,
+          onAbort: () => {
+            throw new Error("aborted");
+          },
+        }),
+      ).toStrictEqual({ binary: true });
     } finally {
       closeSync(fd);
     }

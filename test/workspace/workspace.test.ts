@@ -60,7 +60,12 @@ describe("workspaceTools", () => {
   it("reads a file and a line range; compact ⊆ full", async () => {
     const whole = await call(tool(ro, "read_file"), { path: "src/a.ts" });
     expect(whole.structuredContent).toStrictEqual({
-      path: "src/a.ts", content: "const a = 1;\n// TODO: fix a\nexport { a };", start_line: 1, end_line: 3, total_lines: 3, truncated: false,
+      path: "src/a.ts",
+      content: "const a = 1;\n// TODO: fix a\nexport { a };",
+      start_line: 1,
+      end_line: 3,
+      total_lines: 3,
+      truncated: false,
     });
     const full = await call(tool(ro, "read_file"), { path: "./src/../src/a.ts", start_line: 2, end_line: 2, result_view: "full" });
     const sc = full.structuredContent as Record<string, unknown>;

@@ -1,5 +1,8 @@
 // The file-stats agent: the global `task` is a list of paths, one per line.
-const paths = task.split("\n").map((line) => line.trim()).filter(Boolean);
+const paths = task
+  .split("\n")
+  .map((line) => line.trim())
+  .filter(Boolean);
 let lines = 0;
 let exports = 0;
 let largest = { path: "", lines: -1 };

@@ -76,7 +76,8 @@ export const openaiDriver: Driver = async ({ task, agent, signal, emit, childToo
     }
     const raw = await readBounded(res, MAX_RESPONSE_BYTES);
     emit({ type: "turn" });
-    if (raw === undefined) return { exitCode: 1, error: `chat completions returned more than ${formatBytes(MAX_RESPONSE_BYTES)}; the endpoint at ${baseUrl} is not answering like a chat-completions API` };
+    if (raw === undefined)
+      return { exitCode: 1, error: `chat completions returned more than ${formatBytes(MAX_RESPONSE_BYTES)}; the endpoint at ${baseUrl} is not answering like a chat-completions API` };
     if (!res.ok) {
       const hint = res.status === 401 ? `; set ${keyEnv} to a valid API key` : "";
       return { exitCode: 1, error: `chat completions returned HTTP ${res.status}: ${raw.slice(-ERROR_BODY_TAIL)}${hint}` };
@@ -108,12 +109,7 @@ export const openaiDriver: Driver = async ({ task, agent, signal, emit, childToo
   return { exitCode: 1, error: `the model did not give a final answer within max_turns (${maxTurns}); raise max_turns in the agent definition or narrow the task` };
 };
 
-async function runToolCall(
-  call: ToolCall,
-  allowed: Map<string, ChildToolDescriptor>,
-  ctx: Parameters<ChildToolProvider["call"]>[2],
-  provider: Parameters<Driver>[0]["childTools"],
-): Promise<string> {
+async function runToolCall(call: ToolCall, allowed: Map<string, ChildToolDescriptor>, ctx: Parameters<ChildToolProvider["call"]>[2], provider: Parameters<Driver>[0]["childTools"]): Promise<string> {
   const name = call.function?.name;
   if (!provider || !allowed.has(name)) {
     // Refused, not executed: the child's tool set is exactly what the agent allows.

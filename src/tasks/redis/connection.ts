@@ -24,7 +24,7 @@ export interface RedisTarget {
 export function redisOptions(target: Pick<RedisTarget, "url">, env: NodeJS.ProcessEnv = process.env): RedisOptions {
   const u = new URL(target.url);
   const db = u.pathname.length > 1 ? Number(u.pathname.slice(1)) : 0;
-  const password = u.password !== "" ? decodeURIComponent(u.password) : env.CODEMODE_REDIS_PASSWORD ?? env.REDIS_PASSWORD;
+  const password = u.password !== "" ? decodeURIComponent(u.password) : (env.CODEMODE_REDIS_PASSWORD ?? env.REDIS_PASSWORD);
   const options: RedisOptions = {
     host: u.hostname.replace(/^\[|\]$/g, ""),
     port: u.port === "" ? 6379 : Number(u.port),

@@ -32,15 +32,24 @@ export function queueProject(redisUrl: string, tasks: Record<string, unknown> = 
   );
   // Prints its own pid and its child's, then waits until it is stopped.
   const sleeper = "const c = require('child_process').spawn('sleep', ['600'], { stdio: 'ignore' }); console.log('pids ' + process.pid + ' ' + c.pid); setInterval(() => {}, 1000);";
-  writeFileSync(join(dir, "agents", "sleeper.md"), `---\nname: sleeper\ndescription: waits until stopped\ndriver: command\nreport: false\ncommand: [${JSON.stringify(process.execPath)}, "-e", ${JSON.stringify(sleeper)}]\n---\n`);
+  writeFileSync(
+    join(dir, "agents", "sleeper.md"),
+    `---\nname: sleeper\ndescription: waits until stopped\ndriver: command\nreport: false\ncommand: [${JSON.stringify(process.execPath)}, "-e", ${JSON.stringify(sleeper)}]\n---\n`,
+  );
   // Opted into one retry: its first attempt marks the project and then waits like a sleeper (until
   // its worker is killed); an attempt that finds the mark prints "second attempt" and ends.
   const mark = join(dir, "flaky-ran");
   const flaky = `const fs = require('fs'); if (fs.existsSync(${JSON.stringify(mark)})) { console.log('second attempt'); } else { fs.writeFileSync(${JSON.stringify(mark)}, ''); ${sleeper} }`;
-  writeFileSync(join(dir, "agents", "flaky.md"), `---\nname: flaky\ndescription: safe to run again\ndriver: command\nreport: false\nretries: 1\ncommand: [${JSON.stringify(process.execPath)}, "-e", ${JSON.stringify(flaky)}]\n---\n`);
+  writeFileSync(
+    join(dir, "agents", "flaky.md"),
+    `---\nname: flaky\ndescription: safe to run again\ndriver: command\nreport: false\nretries: 1\ncommand: [${JSON.stringify(process.execPath)}, "-e", ${JSON.stringify(flaky)}]\n---\n`,
+  );
   // A script that spawns a sleeper in the background and then waits: a stop of it cascades.
   writeFileSync(join(dir, "agents", "parent.md"), "---\nname: parent\ndescription: spawns a sleeper and waits\ndriver: script\nscript: parent.js\nreport: false\ntools: [ptc_subagent]\n---\n");
-  writeFileSync(join(dir, "agents", "parent.js"), "const c = await tools.ptc_subagent({ agent: 'sleeper', task: 'child', background: true }); text('child ' + c.task_id + '\\n'); await sleep(100000);\n");
+  writeFileSync(
+    join(dir, "agents", "parent.js"),
+    "const c = await tools.ptc_subagent({ agent: 'sleeper', task: 'child', background: true }); text('child ' + c.task_id + '\\n'); await sleep(100000);\n",
+  );
   const config = join(dir, "codemode.json");
   writeFileSync(config, JSON.stringify({ agentsDir: "agents", limits: { timeoutMs: 120_000 }, tasks: { redis: redisUrl, queue, lockMs: 2000, ...tasks } }));
   return { dir, config, queue };

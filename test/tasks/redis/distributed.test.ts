@@ -170,10 +170,12 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () =>
       );
       // The lost attempt's processes were stopped before it ran again.
       await eventually(() => (pids.some(alive) ? undefined : true), "the lost attempt's processes to be gone");
-      const full = JSON.parse(await (async () => {
-        const r = await host.cm.run(`text(JSON.stringify(await tools.ptc_task_output({ task_id: ${JSON.stringify(id)}, result_view: "full" })))`, { timeoutMs: 60_000 });
-        return r.content.map((c) => c.text).join("");
-      })()) as { task: { lost_attempts: unknown } };
+      const full = JSON.parse(
+        await (async () => {
+          const r = await host.cm.run(`text(JSON.stringify(await tools.ptc_task_output({ task_id: ${JSON.stringify(id)}, result_view: "full" })))`, { timeoutMs: 60_000 });
+          return r.content.map((c) => c.text).join("");
+        })(),
+      ) as { task: { lost_attempts: unknown } };
       expect(full.task.lost_attempts).toStrictEqual([
         { worker: first.worker, started_at: new Date(first.startedAt!).toISOString(), lost_at: new Date(done.lostAttempts![0]!.lostAt).toISOString(), output_bytes: firstOutput.length },
       ]);
@@ -214,7 +216,10 @@ describe.skipIf(!redisInstalled)("tasks on a Redis queue when parts fail", () =>
     const list = await runCli(["tasks", "--json", "--status", "succeeded", "--config", project.config], { cwd: project.dir });
     expect(list.code, list.stderr).toBe(0);
     const listed = (JSON.parse(list.stdout) as { tasks: TaskRecord[] }).tasks.filter((r) => naps.includes(r.id));
-    expect(listed.map((r) => [r.label, r.status])).toStrictEqual([["nap one", "succeeded"], ["nap two", "succeeded"]]);
+    expect(listed.map((r) => [r.label, r.status])).toStrictEqual([
+      ["nap one", "succeeded"],
+      ["nap two", "succeeded"],
+    ]);
     const one = await runCli(["task", naps[0]!, "--config", project.config], { cwd: project.dir });
     expect([one.code, one.stdout]).toStrictEqual([0, "done\n"]);
   });

@@ -44,7 +44,12 @@ describe.skipIf(!redisInstalled)("a host on a Redis queue with no worker", () =>
       const stopped = await host.stop(a.id, "changed my mind");
       expect(stopped.fromStatus).toBe("queued");
       expect(stopped.record).toStrictEqual({
-        ...a, status: "canceled", endedAt: stopped.record.endedAt, usage: { input: 0, output: 0, cost: 0, turns: 0 }, reportChannel: "none", stopReason: "changed my mind",
+        ...a,
+        status: "canceled",
+        endedAt: stopped.record.endedAt,
+        usage: { input: 0, output: 0, cost: 0, turns: 0 },
+        reportChannel: "none",
+        stopReason: "changed my mind",
       });
       expect(store.get(a.id)).toStrictEqual(stopped.record);
       // The job is gone from the queue: no worker will ever run it.
@@ -103,7 +108,7 @@ describe.skipIf(!redisInstalled)("retries and trace context on a Redis queue", (
       const lost = host.workerLost(second)!;
       expect(lost).toMatchObject({ status: "lost", lostReason: "worker_lost", worker, lostAttempts: queued.lostAttempts });
       expect(lost.errorMessage).toBe(
-          `the worker worker-gone on elsewhere (pid 4242) stopped answering while the task was running (it exited or lost Redis); that was attempt 2 of 2 (the agent's "retries: 1"), so the task is not run again — the output of every attempt is kept: read it with ptc_task_output, or spawn the task again`,
+        `the worker worker-gone on elsewhere (pid 4242) stopped answering while the task was running (it exited or lost Redis); that was attempt 2 of 2 (the agent's "retries: 1"), so the task is not run again — the output of every attempt is kept: read it with ptc_task_output, or spawn the task again`,
       );
       expect(store.get(first.id)).toStrictEqual(lost);
 
@@ -130,7 +135,10 @@ describe.skipIf(!redisInstalled)("retries and trace context on a Redis queue", (
     const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
     const tracer = provider.getTracer("test");
     const target = redisTarget({ url: server.url, queue: "traced" });
-    const agents = new AgentRegistry({ dirs: [], agents: [{ name: "tp", description: "prints its trace context", driver: "command", report: false, command: [process.execPath, "-e", "console.log(process.env.TRACEPARENT)"] }] });
+    const agents = new AgentRegistry({
+      dirs: [],
+      agents: [{ name: "tp", description: "prints its trace context", driver: "command", report: false, command: [process.execPath, "-e", "console.log(process.env.TRACEPARENT)"] }],
+    });
     const hostStore = new RedisTaskStore(target);
     const host = new TaskHost({ store: hostStore, agents, remote: new BullRemoteQueue(target) });
     // The worker: its own store, queue connection and host, as in a `codemode worker` process.

@@ -16,8 +16,19 @@ if (!redisInstalled) console.warn(`skipping the Redis store tests: ${NO_REDIS}`)
 const ID = (n: number) => `01J0000000000000000000000${String.fromCharCode(65 + n)}`;
 const other = { pid: 4242, startTime: "proc:9", hostId: "feedfacefeedfacefeedface" };
 const rec = (n: number, extra: Partial<TaskRecord> = {}): TaskRecord => ({
-  id: ID(n), agent: "a", driver: "script", task: `t${n}`, label: `l${n}`, depth: 1, background: true, cwd: "/", status: "queued",
-  owner: other, createdAt: n, outputBytes: 0, ...extra,
+  id: ID(n),
+  agent: "a",
+  driver: "script",
+  task: `t${n}`,
+  label: `l${n}`,
+  depth: 1,
+  background: true,
+  cwd: "/",
+  status: "queued",
+  owner: other,
+  createdAt: n,
+  outputBytes: 0,
+  ...extra,
 });
 
 describe.skipIf(!redisInstalled)("RedisTaskStore", () => {
@@ -104,7 +115,9 @@ describe.skipIf(!redisInstalled)("RedisTaskStore", () => {
     }
     expect(err).toBeInstanceOf(TaskError);
     expect((err as TaskError).code).toBe("task_store_failed");
-    expect((err as TaskError).message).toMatch(new RegExp(`^the task store in Redis \\(redis://127\\.0\\.0\\.1:${port} \\(queue "gone"\\)\\) failed: Redis at redis://127\\.0\\.0\\.1:${port} did not answer a record read within 0\\.5 s`));
+    expect((err as TaskError).message).toMatch(
+      new RegExp(`^the task store in Redis \\(redis://127\\.0\\.0\\.1:${port} \\(queue "gone"\\)\\) failed: Redis at redis://127\\.0\\.0\\.1:${port} did not answer a record read within 0\\.5 s`),
+    );
     expect(JSON.stringify([(err as Error).message, s.warnings])).not.toContain("s3cret");
     s.close();
   });
