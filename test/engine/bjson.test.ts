@@ -95,6 +95,8 @@ describe("the guest gets the value the JSON path gives it", () => {
     const cases: unknown[] = [
       -0,
       [-0, 0, 2 ** 31, -(2 ** 31), 2 ** 31 - 1, 2 ** 32, 1e21, 5e-324],
+      // The longest JSON a double takes (25 bytes): the crossing bound must not undercount it.
+      [-1.0000313825228672e-6, -2.2250738585072014e-308],
       ["\ud800", "\udc00x", "x\ud83d", "\ud83d\ude00", "\u0000", "é", "\u00ff\u0100"],
       objectOf([
         ["__proto__", { polluted: true }],
