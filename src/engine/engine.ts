@@ -40,6 +40,13 @@ const SPAWN_WAIT_MS = 50;
 const UNREAD_RECHECK_MS = 5;
 /** The warm workers after the first start this much later (the first run needs the cores). */
 const WARM_WORKERS_DELAY_MS = 200;
+/**
+ * The young generation of a worker's V8 heap, in MiB. A run's short-lived garbage grows it up to
+ * this and it stays grown; the worker's memory budget leaves it out (it is a fixed cost, like the
+ * thread), so the cap is what bounds it. V8's default let it double to 32 MiB, and a text flood's
+ * worker then kept 32 MiB more. Small is cheap: what the worker allocates per run mostly dies young.
+ */
+const WORKER_YOUNG_GENERATION_MB = 4;
 /** Memory a worker may keep for its warm sessions before it is replaced. */
 const DEFAULT_IDLE_BYTES = 8 * 1024 * 1024;
 
@@ -311,7 +318,7 @@ export class SandboxEngine {
       },
       transferList: bridge.transfer,
       // A large native stack lets QuickJS's own stack limit trip first, as a catchable RangeError.
-      resourceLimits: { stackSizeMb: 32, maxOldGenerationSizeMb: this.options.workerHeapMb ?? 512 },
+      resourceLimits: { stackSizeMb: 32, maxOldGenerationSizeMb: this.options.workerHeapMb ?? 512, maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       stdout: false,
       stderr: false,
     });

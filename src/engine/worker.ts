@@ -10,7 +10,7 @@
 // a never-used instance, without building a runtime. Snapshots start once a self-test passed, in
 // the background after the worker is ready; on any surprise the worker says why (once) and keeps
 // the ordinary path: a runtime, context and prelude built for every run.
-import { getHeapStatistics } from "node:v8";
+import { getHeapSpaceStatistics } from "node:v8";
 import { parentPort, threadId, workerData } from "node:worker_threads";
 import { GuestRun, type HostLink, type VmSource } from "./guest-run.js";
 import { WorkerBridge, type BridgeInit } from "./ring.js";
@@ -106,22 +106,34 @@ function drop(instance: WasmInstance): void {
 
 /**
  * This thread's own heap once it finished starting (the layout probe included): what runs add to
- * it is held too (a text flood grew it by ~15 MiB, most of it young generation that V8 shrinks
- * only seconds later). Not counted before then, or start-up would count as held.
+ * it beyond `HEAP_GARBAGE_BYTES` is held too. Not counted before then, or start-up would count as held.
  */
 let baseHeap: number | undefined;
 
 /**
- * This thread's V8 heap (what process.memoryUsage().heapTotal reports): read before every run's
- * answer, so from V8 directly; memoryUsage() also reads the process's RSS from the OS, which cost
- * 40 µs of every warm run here.
+ * How far this thread's old generation may grow past its base before the growth counts as held.
+ * V8 collects the old generation lazily, once it has grown to a multiple of what survives: a
+ * worker serving trivial runs settles 7-9 MiB above its base with garbage a collection would
+ * free (every few thousand runs), and counting that replaced healthy workers every ~1,300 runs.
+ */
+const HEAP_GARBAGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * This thread's V8 heap outside its young generation, read before every run's answer (so from V8
+ * directly: process.memoryUsage() also asks the OS for the RSS, which cost 40 µs of every warm
+ * run). The young generation is left out: a run's short-lived garbage grows it, and it cannot
+ * hold more than the cap the host gives the thread (`maxYoungGenerationSizeMb`), a fixed cost per
+ * worker like the thread itself; counted, it replaced a worker serving a tool-call loop every
+ * few runs.
  */
 function heapTotal(): number {
-  return getHeapStatistics().total_heap_size;
+  let total = 0;
+  for (const space of getHeapSpaceStatistics()) if (space.space_name !== "new_space") total += space.space_size;
+  return total;
 }
 
 function heldBytes(): number {
-  let held = droppedBytes + (baseHeap === undefined ? 0 : Math.max(0, heapTotal() - baseHeap));
+  let held = droppedBytes + (baseHeap === undefined ? 0 : Math.max(0, heapTotal() - baseHeap - HEAP_GARBAGE_BYTES));
   for (const bytes of grownBy.values()) held += bytes;
   return held;
 }

@@ -118,4 +118,24 @@ describe("workers that hold memory", () => {
     expect((await engine.run(request("return 7"), quiet).done).valueJson).toBe("7");
     expect(engine.workerCount).toBe(1);
   });
+
+  it("keep their worker while it serves tool-call loops and trivial runs: garbage its heap will collect is not held", async () => {
+    // Before, a run's short-lived garbage (V8's young generation doubling, then old-space garbage
+    // a collection would free) counted as held: a worker serving these was replaced every two
+    // runs of the loop, and every ~1,300 trivial runs.
+    const engine = new SandboxEngine({ defaultMemoryBytes: 64 * 1024 * 1024, maxWorkers: 1, minWorkers: 1, idleBytes: 8 * 1024 * 1024 });
+    engines.push(engine);
+    await engine.start();
+    const loop = async () => {
+      let handle!: ReturnType<SandboxEngine["run"]>;
+      const callbacks: RunCallbacks = { ...quiet, onCall: (callId, _path, args) => handle.settle(callId, true, args) };
+      handle = engine.run(runRequest(`for (let i = 0; i < 1000; i++) await tools.echo({ i, pad: "p".repeat(200) }); return 1`, { tools: ["echo"] }), callbacks);
+      return handle.done;
+    };
+    const before = engine.stats;
+    for (let i = 0; i < 12; i++) expect((await loop()).retire).toBeUndefined();
+    for (let i = 0; i < 2000; i++) expect((await engine.run(request(`text("hi")`), quiet).done).retire).toBeUndefined();
+    expect(engine.workersReplaced).toBe(0);
+    expect(delta(engine.stats, before).workersStarted).toBe(0);
+  });
 });
