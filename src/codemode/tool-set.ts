@@ -3,7 +3,7 @@
 // program reaches the first two through its `tools` namespace, each at one path; entry points
 // are never there: a program does not start programs, it spawns subagents. This is the one place
 // that knows which tools a program, a task's agent, a search or a model can see.
-import type { Tool } from "../tools/index.js";
+import { hasApprovalPolicy, type Tool } from "../tools/index.js";
 
 export type ToolKind = "runtime" | "host" | "entry";
 
@@ -72,4 +72,27 @@ export class ToolSet {
   find(name: string): Tool | undefined {
     return this.all().find((candidate) => candidate.id === name || candidate.name === name);
   }
+}
+
+/** What every run reads of its tools: the paths the guest binds, and whether any call may need an approval. */
+export interface ToolMapFacts {
+  /** The paths, in the map's order: shared by the runs of one map, so never changed. */
+  readonly paths: string[];
+  /** Some tool has an approval policy of its own (`approval` in defineTool). */
+  readonly approvalPolicy: boolean;
+}
+
+const factsOf = new WeakMap<ReadonlyMap<string, Tool>, ToolMapFacts>();
+
+/**
+ * The facts of a map of tools, worked out once per map instead of on every run. Sound because a
+ * map is never changed once made: `ToolSet.add` makes a new one, and `allowed` a new one per filter.
+ */
+export function toolMapFacts(tools: ReadonlyMap<string, Tool>): ToolMapFacts {
+  let facts = factsOf.get(tools);
+  if (!facts) {
+    facts = { paths: [...tools.keys()], approvalPolicy: [...tools.values()].some(hasApprovalPolicy) };
+    factsOf.set(tools, facts);
+  }
+  return facts;
 }

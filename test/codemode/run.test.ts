@@ -149,6 +149,31 @@ describe("run(): results", () => {
 });
 
 describe("run(): tools from a program", () => {
+  it("a tool added after runs is bound in the next run, and its approval policy stops that run (nothing a run works out once per tool set goes stale)", async () => {
+    const local = await createCodemode({ tools: [add] });
+    try {
+      const before = await local.run(`return await tools.deploy({})`);
+      expect(before.structuredContent.error?.message).toMatch(/^TypeError: tools\.deploy is not a tool/);
+      let deployed = 0;
+      const deploy = defineTool({
+        name: "deploy",
+        description: "deploys",
+        approval: "required",
+        input: z.object({}),
+        output: z.object({ ok: z.boolean() }),
+        execute: () => (deployed++, { ok: true }),
+      });
+      local.addTools([deploy], "host");
+      const result = await local.run(`return await tools.deploy({})`);
+      expect(result.structuredContent.status).toBe("interrupted");
+      expect(result.structuredContent.pending_approvals?.map((pending) => pending.tool)).toStrictEqual(["deploy"]);
+      expect(deployed).toBe(0);
+      expect((await local.run(`return await tools.add({ a: 1, b: 2 })`)).structuredContent.value).toStrictEqual({ sum: 3 });
+    } finally {
+      await local.close();
+    }
+  });
+
   it("runs parallel calls really in parallel", async () => {
     events.length = 0;
     maxActive = 0;

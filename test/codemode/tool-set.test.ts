@@ -2,7 +2,7 @@
 // task's agent and a model see, and the refusal of two tools at one path.
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ToolSet, toolPath } from "../../src/codemode/tool-set.js";
+import { ToolSet, toolMapFacts, toolPath } from "../../src/codemode/tool-set.js";
 import { defineTool, type Tool } from "../../src/tools/index.js";
 
 const tool = (name: string, namespace?: string): Tool => defineTool({ name, ...(namespace ? { namespace } : {}), description: name, input: z.object({}), execute: () => "ok" });
@@ -46,5 +46,18 @@ describe("ToolSet", () => {
     // An entry point is not in the namespace: it clashes with nothing there.
     set.add([tool("read_file")], "entry");
     expect(set.all()).toHaveLength(2);
+  });
+
+  it("the facts a run reads follow the set: a tool added after a run is bound, and its approval policy seen; a filter gets its own", () => {
+    const set = new ToolSet();
+    set.add([read], "host");
+    expect(toolMapFacts(set.paths)).toStrictEqual({ paths: ["read_file"], approvalPolicy: false });
+    // Asked again for the same set: the same answer (worked out once).
+    expect(toolMapFacts(set.paths)).toBe(toolMapFacts(set.paths));
+    const deploy = defineTool({ name: "deploy", description: "deploys", approval: "required", input: z.object({}), execute: () => "ok" });
+    set.add([deploy, upstreamRead], "host");
+    expect(toolMapFacts(set.paths)).toStrictEqual({ paths: ["read_file", "deploy", "fs.read_file"], approvalPolicy: true });
+    expect(toolMapFacts(set.allowed((path) => path !== "deploy"))).toStrictEqual({ paths: ["read_file", "fs.read_file"], approvalPolicy: false });
+    expect(toolMapFacts(set.paths)).toStrictEqual({ paths: ["read_file", "deploy", "fs.read_file"], approvalPolicy: true });
   });
 });
