@@ -161,7 +161,10 @@ describe("run(): tools from a program", () => {
         approval: "required",
         input: z.object({}),
         output: z.object({ ok: z.boolean() }),
-        execute: () => (deployed++, { ok: true }),
+        execute: () => {
+          deployed++;
+          return { ok: true };
+        },
       });
       local.addTools([deploy], "host");
       const result = await local.run(`return await tools.deploy({})`);
