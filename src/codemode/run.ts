@@ -15,6 +15,7 @@ import { buildInterruptedResult, buildRunResult, type CallRecord, type RunResult
 import { jsonDepth, MAX_VALUE_DEPTH, parseGuestJson } from "./guest-json.js";
 import { stripTypes, unfence, type FenceNote } from "./source.js";
 import { toolMapFacts } from "./tool-set.js";
+import { LazyAbort, lazySignal } from "../tools/call-signal.js";
 import { diagnose, floatingCalls, mayDropPromises, type Diagnosis, type Floating } from "./diagnose.js";
 import type { TraceScope } from "../tracing.js";
 
@@ -89,7 +90,8 @@ interface CallState {
   /** The call's number in the run: 1, 2, … in the order the program issued them. */
   seq: number;
   record: CallRecord;
-  controller: AbortController;
+  /** The call's cancellation; its AbortSignal is made only when something reads it. */
+  abort: LazyAbort;
   started: number;
   finished: boolean;
   tool?: Tool;
@@ -296,7 +298,7 @@ class ProgramRun {
     this.callsByTool.set(path, (this.callsByTool.get(path) ?? 0) + 1);
     const record: CallRecord = { id: callId, tool: path, args: preview(argsJson), status: "ok", durationMs: 0 };
     if (this.records.length < CALL_RECORDS) this.records.push(record);
-    const state: CallState = { seq: this.callCount, record, controller: new AbortController(), started: 0, finished: false, tool: this.env.tools.get(path), argsJson };
+    const state: CallState = { seq: this.callCount, record, abort: new LazyAbort(), started: 0, finished: false, tool: this.env.tools.get(path), argsJson };
     this.calls.set(callId, state);
     if (this.replayer && !this.diverged) {
       const match = this.replayer.match(state.seq, path, argsJson);
@@ -342,20 +344,27 @@ class ProgramRun {
     // The program, not the model, reads these results: the crossing limit bounds them, not the
     // output budget, and the model's text of a tool with an output is never built. Made at the
     // first call, so a bad option fails that call, as it always did.
+    const abort = state.abort;
     this.caller ??= prepareCalls({ hooks: this.env.hooks, trace: this.env.trace, outputBudget: Infinity, development: this.env.development, audience: "program" });
     const outcome = await this.caller.forGuest(
       tool,
       input,
       {
-        ctx: {
-          signal: state.controller.signal,
-          callId: `${runId}:${state.record.id}`,
-          runId,
-          depth: settings.depth,
-          deadline: this.handle.deadline,
-          idempotencyKey: `${this.originRunId}:${state.seq}`,
-          ...(settings.taskId ? { taskId: settings.taskId } : {}),
-        },
+        // The signal is made when first read (most tools never do): see tools/call-signal.ts.
+        ctx: lazySignal(
+          {
+            get signal() {
+              return abort.signal;
+            },
+            callId: `${runId}:${state.record.id}`,
+            runId,
+            depth: settings.depth,
+            deadline: this.handle.deadline,
+            idempotencyKey: `${this.originRunId}:${state.seq}`,
+            ...(settings.taskId ? { taskId: settings.taskId } : {}),
+          },
+          abort,
+        ),
         ...(this.approvals ? { approval: (request: ApprovalRequest) => this.gate(state, request) } : {}),
       },
       binary && !TASK_TOOLS.has(tool.name),
@@ -492,7 +501,7 @@ class ProgramRun {
       return remembered.decision === "allow" ? "allow" : { deny: denial(entry.tool, "a decision remembered for this session") };
     }
     if (approvals.ask && !this.interrupting) {
-      const asked = await this.askPerson(entry, state.controller.signal);
+      const asked = await this.askPerson(entry, state.abort.signal);
       if (asked) {
         if (asked.remember) approvals.remembered.remember({ session, tool: entry.tool, digest: entry.digest, decision: asked.decision, input: entry.input });
         return asked.decision === "allow" ? "allow" : { deny: denial(entry.tool, asked.reason) };
@@ -517,8 +526,9 @@ class ProgramRun {
     this.checkQuiet();
     return new Promise((_, reject) => {
       const stop = () => reject(new ToolError("tool_aborted", `tools.${state.record.tool}() did not run: the program stopped to ask for an approval`));
-      if (state.controller.signal.aborted) stop();
-      else state.controller.signal.addEventListener("abort", stop, { once: true });
+      const signal = state.abort.signal;
+      if (signal.aborted) stop();
+      else signal.addEventListener("abort", stop, { once: true });
     });
   }
 
@@ -578,7 +588,7 @@ class ProgramRun {
       state.finished = true;
       state.record.status = "cancelled";
       state.record.durationMs = state.started ? round(performance.now() - state.started) : 0;
-      state.controller.abort(new Error("the program ended before this call finished"));
+      state.abort.abort(new Error("the program ended before this call finished"));
       if (!(this.interrupted && state.parked)) this.cancelled.push(state);
     }
     this.queue.length = 0;

@@ -16,6 +16,7 @@ import type { PostErrorEvent, ResultView, ToolCallResult, ToolContext, ToolHooks
 import { ToolCallTrace, type TraceScope } from "../tracing.js";
 import type { BjsonEncoding } from "../engine/bjson.js";
 import { projectingEncoderFor } from "./guest-encoding.js";
+import { contextAborted, hasLazySignal } from "./call-signal.js";
 
 /** One call at the approval gate: after preCall, before the tool runs. */
 export interface ApprovalRequest {
@@ -100,7 +101,7 @@ function checkContext(ctx: unknown): ToolContext {
   const where = WHERE;
   if (ctx === null || typeof ctx !== "object") throw new TypeError(`${where}.ctx must be an object { signal, callId, runId, depth }, received ${describeValue(ctx)}`);
   const c = ctx as Record<string, unknown>;
-  if (!(c.signal instanceof AbortSignal)) throw new TypeError(`${where}.ctx.signal must be an AbortSignal, received ${describeValue(c.signal)}`);
+  if (!hasLazySignal(c) && !(c.signal instanceof AbortSignal)) throw new TypeError(`${where}.ctx.signal must be an AbortSignal, received ${describeValue(c.signal)}`);
   if (typeof c.callId !== "string" || c.callId === "") throw new TypeError(`${where}.ctx.callId must be a non-empty string, received ${describeValue(c.callId)}`);
   if (typeof c.runId !== "string" || c.runId === "") throw new TypeError(`${where}.ctx.runId must be a non-empty string, received ${describeValue(c.runId)}`);
   if (typeof c.depth !== "number" || !Number.isInteger(c.depth) || c.depth < 0) throw new TypeError(`${where}.ctx.depth must be an integer ≥ 0, received ${String(c.depth)}`);
@@ -553,7 +554,7 @@ function approve(call: Call): Promise<void> | undefined {
 
 function settleView(call: Call): void {
   call.view = call.checked!.view;
-  if (call.ctx.signal.aborted) throw new ToolError("tool_aborted", `tool "${call.tool.id}" was cancelled before it ran`);
+  if (contextAborted(call.ctx)) throw new ToolError("tool_aborted", `tool "${call.tool.id}" was cancelled before it ran`);
 }
 
 async function execute(call: Call): Promise<void> {
@@ -564,7 +565,7 @@ async function execute(call: Call): Promise<void> {
     call.returned = await (traced ? traced.run(() => impl.execute(args, ctx)) : impl.execute(args, ctx));
   } catch (err) {
     if (err instanceof ToolError) throw err;
-    if (ctx.signal.aborted) throw new ToolError("tool_aborted", `tool "${call.tool.id}" was cancelled: ${messageOf(err)}`, { cause: err });
+    if (contextAborted(ctx)) throw new ToolError("tool_aborted", `tool "${call.tool.id}" was cancelled: ${messageOf(err)}`, { cause: err });
     throw new ToolError("tool_failed", messageOf(err), { cause: err });
   }
 }

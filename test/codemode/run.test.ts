@@ -247,6 +247,43 @@ describe("run(): tools from a program", () => {
   });
 });
 
+describe("run(): a call's signal", () => {
+  it("is one AbortSignal however it is read, aborted with the run's reason when the tool first reads it after the run ended, and live while the call runs", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const seen: Array<{ label: string; aborted: boolean; reason?: string; same: boolean; isSignal: boolean }> = [];
+    const late = {
+      name: "late",
+      description: "Reads its signal only when the test lets it",
+      execute: async (input: { label: string; wait?: boolean }, ctx: { signal: AbortSignal }) => {
+        if (input.wait) await gate;
+        const copy = { ...ctx };
+        seen.push({
+          label: input.label,
+          aborted: ctx.signal.aborted,
+          reason: (ctx.signal.reason as Error | undefined)?.message,
+          same: copy.signal === ctx.signal,
+          isSignal: ctx.signal instanceof AbortSignal,
+        });
+        return "read";
+      },
+    };
+    const local = await createCodemode({ tools: [late] });
+    try {
+      const result = await local.run(`await tools.late({ label: "now" }); tools.late({ label: "later", wait: true }); text("done")`);
+      expect(result.details.calls.map((call) => call.status)).toStrictEqual(["ok", "cancelled"]);
+      release();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(seen).toStrictEqual([
+        { label: "now", aborted: false, reason: undefined, same: true, isSignal: true },
+        { label: "later", aborted: true, reason: "the program ended before this call finished", same: true, isSignal: true },
+      ]);
+    } finally {
+      await local.close();
+    }
+  });
+});
+
 describe("run(): store, load and timers", () => {
   it("keeps values between runs of one session and never across sessions", async () => {
     await cm.run(`store("k", { n: 1 })`, { session: "alpha" });
