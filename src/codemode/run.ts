@@ -3,7 +3,7 @@
 // end, and building the RunResult.
 import type { RunCallbacks, RunHandle, SandboxEngine } from "../engine/engine.js";
 import type { ConsoleLine, DoneMessage, GuestError, RunRequest } from "../engine/protocol.js";
-import { prepareCalls, toolRejection, ToolError, type ApprovalAnswer, type ApprovalRequest, type ResultView, type Tool, type ToolCaller, type ToolHooks } from "../tools/index.js";
+import { prepareCalls, toolRejection, ToolError, type ApprovalAnswer, type ApprovalRequest, type PerCall, type ResultView, type Tool, type ToolCaller, type ToolHooks } from "../tools/index.js";
 import { encodeToolResult } from "../engine/bjson.js";
 import type { ApprovalAnswerInput, RememberedApprovals } from "./approvals.js";
 import { codeDigest, ContinuationError, newContinuationId, type ContinuationVault, type PendingApproval, type SuspendedRun } from "./continuation.js";
@@ -15,7 +15,7 @@ import { buildInterruptedResult, buildRunResult, type CallRecord, type RunResult
 import { jsonDepth, MAX_VALUE_DEPTH, parseGuestJson } from "./guest-json.js";
 import { stripTypes, unfence, type FenceNote } from "./source.js";
 import { toolMapFacts } from "./tool-set.js";
-import { LazyAbort, lazySignal } from "../tools/call-signal.js";
+import { CALL_ABORT, LazyAbort, type LazyAbortCarrier } from "../tools/call-signal.js";
 import { diagnose, floatingCalls, mayDropPromises, type Diagnosis, type Floating } from "./diagnose.js";
 import type { TraceScope } from "../tracing.js";
 
@@ -345,30 +345,24 @@ class ProgramRun {
     // output budget, and the model's text of a tool with an output is never built. Made at the
     // first call, so a bad option fails that call, as it always did.
     const abort = state.abort;
-    this.caller ??= prepareCalls({ hooks: this.env.hooks, trace: this.env.trace, outputBudget: Infinity, development: this.env.development, audience: "program" });
-    const outcome = await this.caller.forGuest(
-      tool,
-      input,
-      {
-        // The signal is made when first read (most tools never do): see tools/call-signal.ts.
-        ctx: lazySignal(
-          {
-            get signal() {
-              return abort.signal;
-            },
-            callId: `${runId}:${state.record.id}`,
-            runId,
-            depth: settings.depth,
-            deadline: this.handle.deadline,
-            idempotencyKey: `${this.originRunId}:${state.seq}`,
-            ...(settings.taskId ? { taskId: settings.taskId } : {}),
-          },
-          abort,
-        ),
-        ...(this.approvals ? { approval: (request: ApprovalRequest) => this.gate(state, request) } : {}),
+    const call: PerCall & LazyAbortCarrier = {
+      // The signal is made when first read (most tools never do): see tools/call-signal.ts.
+      ctx: {
+        get signal() {
+          return abort.signal;
+        },
+        callId: `${runId}:${state.record.id}`,
+        runId,
+        depth: settings.depth,
+        deadline: this.handle.deadline,
+        idempotencyKey: `${this.originRunId}:${state.seq}`,
+        ...(settings.taskId ? { taskId: settings.taskId } : {}),
       },
-      binary && !TASK_TOOLS.has(tool.name),
-    );
+      [CALL_ABORT]: abort,
+      ...(this.approvals ? { approval: (request: ApprovalRequest) => this.gate(state, request) } : {}),
+    };
+    this.caller ??= prepareCalls({ hooks: this.env.hooks, trace: this.env.trace, outputBudget: Infinity, development: this.env.development, audience: "program" });
+    const outcome = await this.caller.forGuest(tool, input, call, binary && !TASK_TOOLS.has(tool.name));
     if (TASK_TOOLS.has(tool.name)) this.noteStatuses(outcome.value());
     if (binary) {
       const encoded = outcome.encoded ?? encodeToolResult(outcome.value());

@@ -3,8 +3,6 @@
 // for a program's Promise.all of 1,000 calls that was the largest part of the host's own work.
 // The signal a reader gets behaves exactly as an eager one would: aborted (with the same reason)
 // when the call was cancelled before it was first read, firing its listeners when cancelled after.
-import type { ToolContext } from "./types.js";
-
 export class LazyAbort {
   private controller: AbortController | undefined;
   private cancelled = false;
@@ -32,26 +30,14 @@ export class LazyAbort {
   }
 }
 
-/** Contexts whose `signal` is a getter over a LazyAbort (see `lazySignal`). */
-const lazy = new WeakMap<object, LazyAbort>();
-
 /**
- * Marks `ctx`, whose `signal` is an own, enumerable getter over `abort` (so a spread of it, a hook
- * or a tool reading `ctx.signal` all get the one signal, made on that first read), for
- * `contextAborted` and the context check, which then need not make it.
+ * Where a program's call (invoke.ts `PerCall`) carries the LazyAbort behind its context's `signal`
+ * getter: the caller checks and reads cancellation through it, without making the signal. A
+ * symbol of this module: tools and hooks never see the PerCall, and nothing outside sets it.
  */
-export function lazySignal<T extends ToolContext>(ctx: T, abort: LazyAbort): T {
-  lazy.set(ctx, abort);
-  return ctx;
-}
+export const CALL_ABORT: unique symbol = Symbol("codemode.callAbort");
 
-/** `ctx.signal.aborted`, without making a lazy context's signal. */
-export function contextAborted(ctx: ToolContext): boolean {
-  const owner = lazy.get(ctx);
-  return owner ? owner.aborted : ctx.signal.aborted;
-}
-
-/** The context was marked by `lazySignal`: its signal is an AbortSignal, whenever it is read. */
-export function hasLazySignal(ctx: object): boolean {
-  return lazy.has(ctx);
+/** What the run gives for a call whose context's `signal` is an own, enumerable getter over `abort`. */
+export interface LazyAbortCarrier {
+  [CALL_ABORT]?: LazyAbort;
 }

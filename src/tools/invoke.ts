@@ -16,7 +16,7 @@ import type { PostErrorEvent, ResultView, ToolCallResult, ToolContext, ToolHooks
 import { ToolCallTrace, type TraceScope } from "../tracing.js";
 import type { BjsonEncoding } from "../engine/bjson.js";
 import { projectingEncoderFor } from "./guest-encoding.js";
-import { contextAborted, hasLazySignal } from "./call-signal.js";
+import { CALL_ABORT, type LazyAbort, type LazyAbortCarrier } from "./call-signal.js";
 
 /** One call at the approval gate: after preCall, before the tool runs. */
 export interface ApprovalRequest {
@@ -97,11 +97,12 @@ function checkOptionsObject(options: unknown): asserts options is Record<string,
   if (!isPlainObject(options)) throw new TypeError(`${WHERE} must be an object { ctx, hooks?, outputBudget?, development?, pinnedResultView? }, received ${describeValue(options)}`);
 }
 
-function checkContext(ctx: unknown): ToolContext {
+/** `lazySignal`: the context's `signal` is a getter over a LazyAbort the run made (tools/call-signal.ts), read only when needed. */
+function checkContext(ctx: unknown, lazySignal = false): ToolContext {
   const where = WHERE;
   if (ctx === null || typeof ctx !== "object") throw new TypeError(`${where}.ctx must be an object { signal, callId, runId, depth }, received ${describeValue(ctx)}`);
   const c = ctx as Record<string, unknown>;
-  if (!hasLazySignal(c) && !(c.signal instanceof AbortSignal)) throw new TypeError(`${where}.ctx.signal must be an AbortSignal, received ${describeValue(c.signal)}`);
+  if (!lazySignal && !(c.signal instanceof AbortSignal)) throw new TypeError(`${where}.ctx.signal must be an AbortSignal, received ${describeValue(c.signal)}`);
   if (typeof c.callId !== "string" || c.callId === "") throw new TypeError(`${where}.ctx.callId must be a non-empty string, received ${describeValue(c.callId)}`);
   if (typeof c.runId !== "string" || c.runId === "") throw new TypeError(`${where}.ctx.runId must be a non-empty string, received ${describeValue(c.runId)}`);
   if (typeof c.depth !== "number" || !Number.isInteger(c.depth) || c.depth < 0) throw new TypeError(`${where}.ctx.depth must be an integer ≥ 0, received ${String(c.depth)}`);
@@ -388,7 +389,7 @@ export function prepareCalls(options: CallerOptions): ToolCaller {
   if (Object.hasOwn(options, "ctx") || Object.hasOwn(options, "approval")) throw new TypeError(`prepareCalls: "ctx" and "approval" are given per call, not here`);
   const settings = checkSettings(options, () => undefined);
   const percall = (call: PerCall): PerCall => {
-    checkContext(call.ctx);
+    checkContext(call.ctx, (call as LazyAbortCarrier)[CALL_ABORT] !== undefined);
     checkApprovalGate(call.approval);
     return call;
   };
@@ -427,6 +428,8 @@ interface Call {
   readonly impl: ToolInternals;
   readonly settings: Settings;
   readonly approval: ApprovalGate | undefined;
+  /** What the context's signal is made from, when it is made lazily: cancellation is read here without making it. */
+  readonly abort: LazyAbort | undefined;
   readonly traced: ToolCallTrace | undefined;
   readonly ctx: ToolContext;
   readonly ref: ToolRef;
@@ -461,6 +464,7 @@ function newCall(tool: Tool, input: unknown, settings: Settings, per: PerCall, p
     impl,
     settings,
     approval: per.approval,
+    abort: (per as LazyAbortCarrier)[CALL_ABORT],
     traced: traced || undefined,
     ctx: traced ? { ...per.ctx, trace: traced.scope } : per.ctx,
     ref: refOf(tool),
@@ -552,9 +556,14 @@ function approve(call: Call): Promise<void> | undefined {
   return passApprovalGate(call.tool, call.impl, call.sent as Record<string, unknown>, call.ctx, hooks, call.approval).then(() => settleView(call));
 }
 
+/** `ctx.signal.aborted`, without making a lazily made signal. */
+function aborted(call: Call): boolean {
+  return call.abort ? call.abort.aborted : call.ctx.signal.aborted;
+}
+
 function settleView(call: Call): void {
   call.view = call.checked!.view;
-  if (contextAborted(call.ctx)) throw new ToolError("tool_aborted", `tool "${call.tool.id}" was cancelled before it ran`);
+  if (aborted(call)) throw new ToolError("tool_aborted", `tool "${call.tool.id}" was cancelled before it ran`);
 }
 
 async function execute(call: Call): Promise<void> {
@@ -565,7 +574,7 @@ async function execute(call: Call): Promise<void> {
     call.returned = await (traced ? traced.run(() => impl.execute(args, ctx)) : impl.execute(args, ctx));
   } catch (err) {
     if (err instanceof ToolError) throw err;
-    if (contextAborted(ctx)) throw new ToolError("tool_aborted", `tool "${call.tool.id}" was cancelled: ${messageOf(err)}`, { cause: err });
+    if (aborted(call)) throw new ToolError("tool_aborted", `tool "${call.tool.id}" was cancelled: ${messageOf(err)}`, { cause: err });
     throw new ToolError("tool_failed", messageOf(err), { cause: err });
   }
 }

@@ -1,11 +1,13 @@
-// A call's lazily made AbortSignal behaves as an eager one: same reason, listeners fire, one signal.
+// A call's lazily made AbortSignal behaves as an eager one: same reason, listeners fire, one signal;
+// and a caller reads a cancellation through it without making it.
 import { describe, expect, it } from "vitest";
-import { contextAborted, hasLazySignal, LazyAbort, lazySignal } from "../../src/tools/call-signal.js";
-import type { ToolContext } from "../../src/tools/index.js";
+import { z } from "zod";
+import { CALL_ABORT, LazyAbort } from "../../src/tools/call-signal.js";
+import { defineTool, prepareCalls, type PerCall } from "../../src/tools/index.js";
 
-const contextOf = (abort: LazyAbort): ToolContext =>
-  lazySignal(
-    {
+function lazyCall(abort: LazyAbort): PerCall {
+  return {
+    ctx: {
       get signal() {
         return abort.signal;
       },
@@ -13,34 +15,54 @@ const contextOf = (abort: LazyAbort): ToolContext =>
       runId: "r",
       depth: 0,
     },
-    abort,
-  );
+    [CALL_ABORT]: abort,
+  } as PerCall;
+}
 
 describe("LazyAbort", () => {
   it("cancelled before its signal is read: the signal it then makes is aborted, with the reason", () => {
     const abort = new LazyAbort();
-    const ctx = contextOf(abort);
     const reason = new Error("ended");
-    expect(contextAborted(ctx)).toBe(false);
+    expect(abort.aborted).toBe(false);
     abort.abort(reason);
     abort.abort(new Error("a second abort changes nothing"));
-    expect(contextAborted(ctx)).toBe(true);
-    expect(ctx.signal.aborted).toBe(true);
-    expect(ctx.signal.reason).toBe(reason);
-    expect(ctx.signal).toBe(ctx.signal);
+    expect(abort.aborted).toBe(true);
+    expect(abort.signal.aborted).toBe(true);
+    expect(abort.signal.reason).toBe(reason);
+    expect(abort.signal).toBe(abort.signal);
   });
 
-  it("read first: its listeners fire on cancel; a spread copy holds the same signal and is checked through it", () => {
+  it("read first: its listeners fire on cancel; a spread copy of the context holds the same signal", () => {
     const abort = new LazyAbort();
-    const ctx = contextOf(abort);
+    const { ctx } = lazyCall(abort);
     const heard: unknown[] = [];
     ctx.signal.addEventListener("abort", () => heard.push(ctx.signal.reason));
     const copy = { ...ctx };
-    expect(hasLazySignal(ctx)).toBe(true);
-    expect(hasLazySignal(copy)).toBe(false);
     expect(copy.signal).toBe(ctx.signal);
     abort.abort("stop");
     expect(heard).toStrictEqual(["stop"]);
-    expect([contextAborted(ctx), contextAborted(copy)]).toStrictEqual([true, true]);
+    expect([abort.aborted, copy.signal.aborted]).toStrictEqual([true, true]);
+  });
+
+  it("a call cancelled before it runs is refused without running, and a running tool gets the one signal", async () => {
+    const signals: AbortSignal[] = [];
+    const tool = defineTool({
+      name: "probe",
+      description: "keeps its signal",
+      input: z.object({}),
+      execute: (_input, ctx) => {
+        signals.push(ctx.signal);
+        return "ran";
+      },
+    });
+    const caller = prepareCalls({ audience: "program" });
+    const cancelled = new LazyAbort();
+    cancelled.abort(new Error("ended"));
+    await expect(caller.forProgram(tool, {}, lazyCall(cancelled))).rejects.toMatchObject({ code: "tool_aborted", message: 'tool "probe" was cancelled before it ran' });
+    expect(signals).toStrictEqual([]);
+    const live = new LazyAbort();
+    expect(await caller.forProgram(tool, {}, lazyCall(live))).toBe("ran");
+    expect(signals).toStrictEqual([live.signal]);
+    expect(signals[0]!.aborted).toBe(false);
   });
 });
