@@ -8,6 +8,8 @@
 //   npm run bench -- quick   fewer samples (a smoke run)
 //   npm run bench -- calls   only the per-call rows (sequential, Promise.all, 1 MB result), for
 //                            before/after comparisons of the host's per-call work
+//   npm run bench -- layer   only what the codemode layer costs beside the engine alone (warm runs,
+//                            after idle, Promise.all per call), interleaved with raw (bench/layer.ts)
 //   npm run bench -- pool    only the 8-sessions row, five rounds each (ours, raw, node:vm
 //                            interleaved), with the pool's counters: for iterating on the pool
 import { spawn } from "node:child_process";
@@ -29,10 +31,12 @@ import { importCosts, loadedModules } from "./imports.js";
 import { benchTasks } from "./tasks.js";
 import { benchTracing } from "./tracing.js";
 import { bridgeCounts } from "./bridge-counts.js";
+import { printLayerCosts } from "./layer.js";
 
 const quick = process.argv.includes("quick");
 const callsOnly = process.argv.includes("calls");
 const poolOnly = process.argv.includes("pool");
+const layerOnly = process.argv.includes("layer");
 const scale = (n: number) => (quick ? Math.max(3, Math.ceil(n / 10)) : n);
 
 function median(samples: number[]): number {
@@ -576,6 +580,7 @@ function formatValue(value: number, unit: Target["unit"]): string {
 
 async function main(): Promise<void> {
   if (poolOnly) return poolRow();
+  if (layerOnly) return printLayerCosts(quick);
   const targetRows = await targets();
   const targetTable = new Table({ head: ["workload (median)", "codemode", "raw quickjs", "node:vm", "codemode / raw", "node:vm / raw", "target", "note"] });
   for (const row of targetRows) {
