@@ -332,43 +332,44 @@ export class Codemode {
     this.tasks.beginRun(runId);
     const filtered = options.allowTools !== undefined && options.taskId !== undefined;
     if (filtered) this.taskFilters.set(options.taskId!, options.allowTools!);
-    const result = await executeRun(
-      {
-        engine: this.engine,
-        tools,
-        hooks: this.options.hooks,
-        development: this.options.development ?? false,
-        spillDir: this.spillDir,
-        store,
-        onStored: () => {
-          stored = true;
+    let result: RunResult;
+    try {
+      result = await executeRun(
+        {
+          engine: this.engine,
+          tools,
+          hooks: this.options.hooks,
+          development: this.options.development ?? false,
+          spillDir: this.spillDir,
+          store,
+          onStored: () => {
+            stored = true;
+          },
+          ...(traced ? { trace: traced.scope } : {}),
+          ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+          ...(approvals ? { approvals } : {}),
+          ...(this.options.unavailableTools ? { unavailable: this.options.unavailableTools as Record<string, string> } : {}),
         },
-        ...(traced ? { trace: traced.scope } : {}),
-        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
-        ...(approvals ? { approvals } : {}),
-        ...(this.options.unavailableTools ? { unavailable: this.options.unavailableTools as Record<string, string> } : {}),
-      },
-      {
-        runId,
-        code,
-        limits,
-        session,
-        signal: options.signal,
-        resultView: options.resultView,
-        depth: options.depth ?? 0,
-        taskId: options.taskId,
-        globals: options.globals ?? {},
-        ...(options.resume ? { resume: options.resume } : {}),
-      },
-    )
-      .catch((error: unknown) => {
-        traced?.fail(error);
-        throw error;
-      })
-      .finally(() => {
-        this.tasks.endRun(runId);
-        if (filtered) this.taskFilters.delete(options.taskId!);
-      });
+        {
+          runId,
+          code,
+          limits,
+          session,
+          signal: options.signal,
+          resultView: options.resultView,
+          depth: options.depth ?? 0,
+          taskId: options.taskId,
+          globals: options.globals ?? {},
+          ...(options.resume ? { resume: options.resume } : {}),
+        },
+      );
+    } catch (error) {
+      traced?.fail(error);
+      throw error;
+    } finally {
+      this.tasks.endRun(runId);
+      if (filtered) this.taskFilters.delete(options.taskId!);
+    }
     if (before && stored) {
       if (result.structuredContent.status === "interrupted") stored = false;
       else

@@ -121,7 +121,9 @@ export async function executeRun(env: RunEnvironment, settings: RunSettings): Pr
   run.checkReplayed();
   const interrupted = run.suspend();
   if (interrupted) return interrupted;
-  await run.noteDroppedPromises();
+  // Most runs drop nothing: then this step costs no turn of the microtask queue.
+  const dropped = run.noteDroppedPromises();
+  if (dropped) await dropped;
   return run.result();
 }
 
@@ -640,9 +642,16 @@ class ProgramRun {
   // ---- step 5: promises the program dropped ---------------------------------------------------
 
   /** Found by a parse only when a text check or a cancelled call says there may be some. */
-  async noteDroppedPromises(): Promise<void> {
+  noteDroppedPromises(): Promise<void> | undefined {
+    const parse = analysable(this.code, this.done.error) && (this.cancelled.length > 0 || mayDropPromises(this.code));
+    // Nothing cancelled and nothing the text check flags: there is nothing to note.
+    if (!parse && this.cancelled.length === 0) return undefined;
+    return this.noteDropped(parse);
+  }
+
+  private async noteDropped(parse: boolean): Promise<void> {
     const { code, cancelled, warnings, done } = this;
-    const floating = analysable(code, done.error) && (cancelled.length > 0 || mayDropPromises(code)) ? await floatingCalls(code, this.env.tools).catch(() => [] as Floating[]) : [];
+    const floating = parse ? await floatingCalls(code, this.env.tools).catch(() => [] as Floating[]) : [];
     const sites = new Map<string, Floating[]>();
     for (const site of floating) if (site.kind === "tool") sites.set(site.callee, [...(sites.get(site.callee) ?? []), site]);
     for (const state of cancelled) {
