@@ -104,6 +104,16 @@ export class AdaptiveWindow {
   }
 }
 
+/**
+ * How long the host polls for a run's first message after sending the run. A warm short run
+ * answers in well under this (0.3-1.2 ms from the send on the shared machine, more after idle):
+ * polling, the host takes the answer within a turn of its event loop; asleep, it waited for the
+ * worker's ring and a waitAsync turn (~100-150 µs). Fixed, not the adaptive call window: a run
+ * answers later than a tool call does, so that window had shrunk to its floor and every warm
+ * run's answer rang a sleeping host. Longer runs cost the host this much polling once.
+ */
+const RUN_POLL_MS = 2;
+
 /** A wait longer than this many maximum spins was a slow answer (a slow tool): spinning for it was useless. */
 const SLOW_ANSWER_SPINS = 4;
 
@@ -340,6 +350,11 @@ export class HostBridge {
   private selfRung = false;
   /** No run is active: deliver what comes, then sleep at once (nothing more is expected). */
   private resting = false;
+  /**
+   * Polling for a run's first message (see expect()): its window is the run's, not a tool
+   * call's, so neither catching nor missing it adapts the call window.
+   */
+  private expecting = false;
   private scheduled = false;
   private sleeping = false;
   private closed = false;
@@ -396,17 +411,19 @@ export class HostBridge {
    */
   expect(): void {
     this.resting = false;
-    this.pollFor();
+    this.expecting = true;
+    this.pollFor(RUN_POLL_MS);
   }
 
   /** No run is active any more: stop polling once what has arrived is delivered. */
   rest(): void {
     this.resting = true;
+    this.expecting = false;
     this.pollingUntil = 0;
   }
 
-  private pollFor(): void {
-    this.pollingUntil = performance.now() + this.pollWindow();
+  private pollFor(windowMs?: number): void {
+    this.pollingUntil = performance.now() + (windowMs ?? this.pollWindow());
     if (this.sleeping) {
       this.selfRung = true;
       // Asleep on the doorbell: ring it ourselves, so the pending wait ends and polling starts
@@ -514,7 +531,8 @@ export class HostBridge {
     const delivered = message !== undefined;
     if (delivered) {
       // Found while polling: the window paid for itself.
-      if (!rung && !this.resting) this.window.caught(this.pollMs, this.polled);
+      if (!rung && !this.resting && !this.expecting) this.window.caught(this.pollMs, this.polled);
+      this.expecting = false;
       this.handler!(message);
       if (this.closed) return;
     }
@@ -549,7 +567,7 @@ export class HostBridge {
       const rung = !this.selfRung;
       this.selfRung = false;
       // The worker had to ring: the window was too short to be worth its core, or nothing was coming.
-      if (rung && !this.resting) this.window.missed(this.polled);
+      if (rung && !this.resting && !this.expecting) this.window.missed(this.polled);
       // Straight on: the wait's own task is the turn; another setImmediate would cost one more.
       if (!this.scheduled) this.pump(rung);
     };

@@ -140,6 +140,20 @@ describe("the bridge", () => {
     expect(bridge.pollWindowMs).toBeLessThanOrEqual(1);
   });
 
+  it("polls for a run's first message without shrinking the tool-call window when it comes late", async () => {
+    const { bridge, received } = start("echo", { pollMs: 1 });
+    // A run that answers after 50 ms: the host polled for it, slept, and was rung.
+    bridge.send("later:50");
+    bridge.expect();
+    await received(1);
+    expect(bridge.stats.hostRings).toBe(1);
+    expect(bridge.pollWindowMs).toBe(1);
+    // The next call's late answer still halves the call window.
+    bridge.send("later:50");
+    await received(2);
+    expect(bridge.pollWindowMs).toBe(0.5);
+  });
+
   it("spins only briefly after an answer that came far later than its spin (a slow tool)", async () => {
     const { bridge, received } = start("echo", { spinMs: 1 });
     bridge.send("up");
