@@ -427,7 +427,9 @@ export class HostBridge {
     if (this.sleeping) {
       this.selfRung = true;
       // Asleep on the doorbell: ring it ourselves, so the pending wait ends and polling starts
-      // (abandoning the wait instead would leave one waiter behind per run).
+      // (abandoning the wait instead would leave one waiter behind per run). Awake from now on
+      // as far as the worker can tell: its message meanwhile need not ring again.
+      Atomics.store(this.words, W.hostAsleep, 0);
       Atomics.add(this.words, W.hostBell, 1);
       Atomics.notify(this.words, W.hostBell);
       return;
@@ -538,7 +540,10 @@ export class HostBridge {
     }
     const now = performance.now();
     if (delivered && !this.resting) this.pollingUntil = now + this.pollWindow();
-    if (now < this.pollingUntil || (delivered && this.in.hasFrame())) {
+    // After a run's last message, one more turn before sleeping: the handler's promise callbacks
+    // (run after this) often send the session's next run at once, and a host asleep by then
+    // would be woken by its own bell, a waitAsync turn later.
+    if (now < this.pollingUntil || (delivered && (this.resting || this.in.hasFrame()))) {
       this.schedule();
       return;
     }
