@@ -14,6 +14,8 @@ export interface CountRow {
   workerSleeps: number;
   /** Runs that had to be announced on the worker's port (it was not watching the ring). */
   doorbells: number;
+  /** Runs that started on a state their worker prepared after the session's previous run (worker.ts). */
+  prepared: number;
   medianUs: number;
 }
 
@@ -63,6 +65,7 @@ export async function bridgeCounts(quick: boolean): Promise<CountRow[]> {
       post(message);
     };
   };
+  let prepared = 0;
   let watched = await slot();
   watchDoorbells(watched);
   const run = async (code: string) => {
@@ -74,6 +77,7 @@ export async function bridgeCounts(quick: boolean): Promise<CountRow[]> {
     });
     const done = await handle.done;
     if (!done.ok) throw new Error(`bench program failed: ${JSON.stringify(done.error)}`);
+    if (done.vm?.prepared) prepared++;
   };
   const N = 500;
   const cases: Array<{ name: string; code: string; ops: number; runs: number; pauseMs: number }> = [
@@ -81,6 +85,7 @@ export async function bridgeCounts(quick: boolean): Promise<CountRow[]> {
     { name: "Promise.all of 500", code: `await Promise.all(Array.from({ length: ${N} }, (_, i) => tools.echo({ i })))`, ops: N, runs: quick ? 3 : 10, pauseMs: 0 },
     { name: 'warm text("hi"), back to back', code: `text("hi")`, ops: 1, runs: quick ? 30 : 200, pauseMs: 0 },
     { name: 'warm text("hi") after 20 ms idle', code: `text("hi")`, ops: 1, runs: quick ? 10 : 50, pauseMs: 20 },
+    { name: 'warm text("hi") after 50 ms idle', code: `text("hi")`, ops: 1, runs: quick ? 10 : 40, pauseMs: 50 },
   ];
   const rows: CountRow[] = [];
   try {
@@ -96,6 +101,7 @@ export async function bridgeCounts(quick: boolean): Promise<CountRow[]> {
       }
       const before: BridgeStats = watched.bridge.stats;
       doorbells = 0;
+      prepared = 0;
       const times: number[] = [];
       for (let i = 0; i < item.runs; i++) {
         if (item.pauseMs) await new Promise((resolve) => setTimeout(resolve, item.pauseMs));
@@ -115,6 +121,7 @@ export async function bridgeCounts(quick: boolean): Promise<CountRow[]> {
         workerWakes: (after.workerWakes - before.workerWakes) / ops,
         workerSleeps: (after.workerSleeps - before.workerSleeps) / ops,
         doorbells: doorbells / item.runs,
+        prepared: prepared / item.runs,
         medianUs: (times[times.length >> 1]! / item.ops) * 1000,
       });
       index++;

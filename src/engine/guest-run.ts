@@ -8,11 +8,11 @@
 // Handles: every QuickJS handle a step creates is consumed (Lifetime.consume) or managed by a
 // Scope within that step; the only ones that outlive a step are the deferred promises of tool
 // calls and timers, owned by the two PendingPromises tables below (guest-promises.ts).
-import { Scope, type QuickJSContext, type QuickJSDeferredPromise, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten";
+import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
 import type { WasmInstance } from "./wasm-instance.js";
 import { newGuestString } from "./fast-string.js";
 import { decodeInGuest } from "./bjson.js";
-import { freshVm, type GuestVm, type HostDispatch } from "./guest-vm.js";
+import { freshVm, installConfig, runConfig, type GuestVm, type HostDispatch } from "./guest-vm.js";
 import { PendingPromises, rejectReturned, settleOwned } from "./guest-promises.js";
 import { describeHostError, parseThrown, PROGRAM_FILE, stopError, thrownError, uncaughtWarning, unknownToolMessage, wrapProgram, type StopReason, type ThrownInfo } from "./guest-errors.js";
 import { formatBytes, headChars } from "../text.js";
@@ -258,13 +258,11 @@ export class GuestRun {
 
   private runProgram(vm: GuestVm): Pick<DoneMessage, "ok" | "valueJson" | "error"> {
     const { context, runtime, request } = this;
-    const { result: serialise, error: describe, install } = vm.handles;
+    const { result: serialise, error: describe } = vm.handles;
     this.fromJson = vm.handles.fromJson;
-    const config = JSON.stringify({ tools: request.tools, globals: request.globals, determinism: request.determinism });
-    Scope.withScope((scope) => {
-      const installed = scope.manage(newGuestString(context, config).consume((json) => context.callFunction(install, context.undefined, json)));
-      if (installed.error) throw new Error(`the guest prelude failed to start: ${JSON.stringify(context.dump(installed.error))}`);
-    });
+    // A state the worker prepared ahead of the run has this run's configuration installed already.
+    const config = runConfig(request);
+    if (vm.installed !== config) installConfig(vm, config);
     // Only the user's program is interruptible: the prelude is ours, short, and must finish.
     runtime.setInterruptHandler(() => this.shouldInterrupt());
     if (this.shouldInterrupt()) return { ok: false, error: this.stopError() };

@@ -2,7 +2,9 @@
 // path), or a runtime, context and prelude built for the run (the ordinary path, kept for builds
 // where snapshots are unsupported and when they are switched off). Both are set up by the same
 // function, so a program cannot tell them apart.
-import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
+import { Scope, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten";
+import { newGuestString } from "./fast-string.js";
+import type { RunRequest } from "./protocol.js";
 import { type InstanceSnapshot, writeRandomState, type MemoryLayout, type TemplateSetup } from "./snapshot.js";
 import type { WasmInstance } from "./wasm-instance.js";
 
@@ -32,6 +34,8 @@ export interface GuestVm {
   readonly handles: PreludeHandles;
   /** Restored from a snapshot (true) or built for this run. */
   readonly restored: boolean;
+  /** The run configuration installed in it (runConfig's text), once installConfig ran. */
+  installed?: string;
   /** Math.random's next values follow `seed` (QuickJS's xorshift64*); false when this VM cannot say where its state is. */
   seedRandom(seed: bigint): boolean;
   /**
@@ -68,6 +72,22 @@ export function preludeSetup(prelude: string, dispatch: HostDispatch): TemplateS
     face.dispose();
     return handles;
   };
+}
+
+/** What the prelude's per-run part installs for a run (tools, globals, replay), as the JSON text install() takes. */
+export function runConfig(request: Pick<RunRequest, "tools" | "globals" | "determinism">): string {
+  return JSON.stringify({ tools: request.tools, globals: request.globals, determinism: request.determinism });
+}
+
+/** Install a run's configuration (runConfig's text) through the prelude; at most once per VM. */
+export function installConfig(vm: GuestVm, config: string): void {
+  if (vm.installed !== undefined) throw new Error("a run configuration is already installed in this sandbox state");
+  const { context } = vm;
+  Scope.withScope((scope) => {
+    const installed = scope.manage(newGuestString(context, config).consume((json) => context.callFunction(vm.handles.install, context.undefined, json)));
+    if (installed.error) throw new Error(`the guest prelude failed to start: ${JSON.stringify(context.dump(installed.error))}`);
+  });
+  vm.installed = config;
 }
 
 /** A runtime, context and prelude built for one run (the ordinary path). */

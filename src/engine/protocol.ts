@@ -175,7 +175,8 @@ export interface DoneMessage {
    * and where the instance came from: the session's own (`kept`), a ready one (a snapshot or the
    * spare, made off the critical path), or `built` for this run (instantiated while it waited).
    */
-  vm?: { instance: string; restored: boolean; source: "kept" | "ready" | "built" };
+  /** Where the run's VM came from; `prepared`: its state was restored and configured before the request came (worker.ts). */
+  vm?: { instance: string; restored: boolean; prepared: boolean; source: "kept" | "ready" | "built" };
 }
 
 export interface ReadyMessage {

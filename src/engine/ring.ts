@@ -104,6 +104,24 @@ export class AdaptiveWindow {
   }
 }
 
+/**
+ * How long the host polls for a run's first message after sending the run. A warm short run
+ * answers in well under this (0.3-1.2 ms from the send on the shared machine, more after idle):
+ * polling, the host takes the answer within a turn of its event loop; asleep, it waited for the
+ * worker's ring and a waitAsync turn (~100-150 µs). Fixed, not the adaptive call window: a run
+ * answers later than a tool call does, so that window had shrunk to its floor and every warm
+ * run's answer rang a sleeping host. Longer runs cost the host this much polling once.
+ */
+const RUN_POLL_MS = 2;
+/**
+ * The host polls for a run's answer only when the run follows the worker's last one within this.
+ * A worker idle for longer sleeps on a core gone idle, and the kernel tends to wake it onto the
+ * waker's core: a host polling there kept it off the CPU (a warm run after 50 ms idle took 2-3.5
+ * ms with the host polling against ~1.1 without). Back to back, the worker is still on its own
+ * core, and polling caught the answer a waitAsync turn sooner.
+ */
+const WARM_GAP_MS = 1;
+
 /** A wait longer than this many maximum spins was a slow answer (a slow tool): spinning for it was useless. */
 const SLOW_ANSWER_SPINS = 4;
 
@@ -340,6 +358,13 @@ export class HostBridge {
   private selfRung = false;
   /** No run is active: deliver what comes, then sleep at once (nothing more is expected). */
   private resting = false;
+  /**
+   * Polling for a run's first message (see expect()): its window is the run's, not a tool
+   * call's, so neither catching nor missing it adapts the call window.
+   */
+  private expecting = false;
+  /** When the last run ended (performance.now()): see WARM_GAP_MS. */
+  private restedAt = -Infinity;
   private scheduled = false;
   private sleeping = false;
   private closed = false;
@@ -395,22 +420,30 @@ export class HostBridge {
    * its end) does not have to ring a host that went to sleep.
    */
   expect(): void {
+    const sinceRest = performance.now() - this.restedAt;
     this.resting = false;
-    this.pollFor();
+    this.expecting = true;
+    this.pollFor(sinceRest <= WARM_GAP_MS ? RUN_POLL_MS : 0);
   }
 
   /** No run is active any more: stop polling once what has arrived is delivered. */
   rest(): void {
+    this.restedAt = performance.now();
     this.resting = true;
+    this.expecting = false;
     this.pollingUntil = 0;
   }
 
-  private pollFor(): void {
-    this.pollingUntil = performance.now() + this.pollWindow();
+  private pollFor(windowMs?: number): void {
+    this.pollingUntil = performance.now() + (windowMs ?? this.pollWindow());
+    // No window: stay asleep, the worker rings.
+    if (windowMs === 0 && this.sleeping) return;
     if (this.sleeping) {
       this.selfRung = true;
       // Asleep on the doorbell: ring it ourselves, so the pending wait ends and polling starts
-      // (abandoning the wait instead would leave one waiter behind per run).
+      // (abandoning the wait instead would leave one waiter behind per run). Awake from now on
+      // as far as the worker can tell: its message meanwhile need not ring again.
+      Atomics.store(this.words, W.hostAsleep, 0);
       Atomics.add(this.words, W.hostBell, 1);
       Atomics.notify(this.words, W.hostBell);
       return;
@@ -514,13 +547,17 @@ export class HostBridge {
     const delivered = message !== undefined;
     if (delivered) {
       // Found while polling: the window paid for itself.
-      if (!rung && !this.resting) this.window.caught(this.pollMs, this.polled);
+      if (!rung && !this.resting && !this.expecting) this.window.caught(this.pollMs, this.polled);
+      this.expecting = false;
       this.handler!(message);
       if (this.closed) return;
     }
     const now = performance.now();
     if (delivered && !this.resting) this.pollingUntil = now + this.pollWindow();
-    if (now < this.pollingUntil || (delivered && this.in.hasFrame())) {
+    // After a run's last message, one more turn before sleeping: the handler's promise callbacks
+    // (run after this) often send the session's next run at once, and a host asleep by then
+    // would be woken by its own bell, a waitAsync turn later.
+    if (now < this.pollingUntil || (delivered && (this.resting || this.in.hasFrame()))) {
       this.schedule();
       return;
     }
@@ -549,7 +586,7 @@ export class HostBridge {
       const rung = !this.selfRung;
       this.selfRung = false;
       // The worker had to ring: the window was too short to be worth its core, or nothing was coming.
-      if (rung && !this.resting) this.window.missed(this.polled);
+      if (rung && !this.resting && !this.expecting) this.window.missed(this.polled);
       // Straight on: the wait's own task is the turn; another setImmediate would cost one more.
       if (!this.scheduled) this.pump(rung);
     };

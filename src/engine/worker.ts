@@ -16,7 +16,7 @@ import { GuestRun, type HostLink, type VmSource } from "./guest-run.js";
 import { WorkerBridge, type BridgeInit } from "./ring.js";
 import { parseRun, parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
 import { bjsonSelfTest } from "./bjson.js";
-import { freshVm, preludeSetup, restoredVm, type HostDispatch } from "./guest-vm.js";
+import { freshVm, installConfig, preludeSetup, restoredVm, runConfig, type GuestVm, type HostDispatch } from "./guest-vm.js";
 import { InstanceSnapshot, memoryLayout, startSnapshots, type MemoryLayout } from "./snapshot.js";
 import { newWasmInstance, pagesFor, type WasmInstance } from "./wasm-instance.js";
 import { useCompiledModule } from "./wasm-module.js";
@@ -252,6 +252,52 @@ function prepareSpare(maxPages: number): void {
   );
 }
 
+/**
+ * A snapshot instance's state made ready for its session's next run right after a run ended, off
+ * the critical path: the template restored (memory byte-identical to a never-used instance, a
+ * fresh Math.random seed), its handles built and the ended run's configuration installed with
+ * its limits. The next run of the session takes it when its request asks for the same (the usual
+ * case: a session keeps its tools); otherwise it is restored again first. Never for a run with
+ * replay (its install reads the run's own readings), never for another session: it belongs to
+ * the session's own instance.
+ */
+interface PreparedVm {
+  vm: GuestVm;
+  memoryBytes: number;
+  stackBytes: number;
+}
+const preparedOf = new WeakMap<WasmInstance, PreparedVm>();
+
+/** Restore `instance` now and install `request`'s configuration, for the session's next run. */
+function prepare(instance: WasmInstance, snapshot: InstanceSnapshot, request: RunMessage): void {
+  if (request.determinism !== undefined) return;
+  let vm: GuestVm | undefined;
+  try {
+    vm = restoredVm(snapshot);
+    vm.runtime.setMemoryLimit(request.limits.memoryBytes);
+    vm.runtime.setMaxStackSize(request.limits.stackBytes);
+    installConfig(vm, runConfig(request));
+    preparedOf.set(instance, { vm, memoryBytes: request.limits.memoryBytes, stackBytes: request.limits.stackBytes });
+  } catch {
+    // Not worth a run: put the template back (a failed restore marks the instance dead).
+    if (vm) vm.end();
+    else instance.dead = true;
+  }
+}
+
+/** The state prepared for `request` on its instance, if it fits; one that does not is put back to the template. */
+function takePrepared(instance: WasmInstance, request: RunMessage): GuestVm | undefined {
+  const prepared = preparedOf.get(instance);
+  if (!prepared) return undefined;
+  preparedOf.delete(instance);
+  const { vm } = prepared;
+  if (request.determinism === undefined && vm.installed === runConfig(request) && prepared.memoryBytes === request.limits.memoryBytes && prepared.stackBytes === request.limits.stackBytes) {
+    return vm;
+  }
+  vm.end();
+  return undefined;
+}
+
 /** Where a run's instance came from: its session's own, one made ahead of time (a snapshot or the spare), or built while it waited. */
 type InstanceSource = "kept" | "ready" | "built";
 
@@ -311,13 +357,14 @@ async function run(request: RunMessage): Promise<void> {
     return;
   }
   const snapshot = snapshotOf.get(instance);
-  const source: VmSource = snapshot ? { dispatch, open: () => restoredVm(snapshot) } : { dispatch, open: () => freshVm(instance, config.prelude, dispatch, layout) };
+  const prepared = snapshot ? takePrepared(instance, request) : undefined;
+  const source: VmSource = snapshot ? { dispatch, open: () => prepared ?? restoredVm(snapshot) } : { dispatch, open: () => freshVm(instance, config.prelude, dispatch, layout) };
   deliverSettles(); // results of an earlier run that arrived after it ended: dropped
   const guest = new GuestRun(instance, request, config.prelude, abortFlag, postRun, link, source);
   current = guest;
   const done = await guest.execute();
   current = undefined;
-  done.vm = { instance: instanceIds.get(instance) ?? "?", restored: snapshot !== undefined, source: origin };
+  done.vm = { instance: instanceIds.get(instance) ?? "?", restored: snapshot !== undefined, prepared: prepared !== undefined, source: origin };
   // A restore puts the break back but not the pages the run touched: they stay resident, so a
   // snapshot instance holds its high-water mark.
   grownBy.set(instance, Math.max(snapshot ? (grownBy.get(instance) ?? 0) : 0, heapGrowth(instance)));
@@ -333,6 +380,8 @@ async function run(request: RunMessage): Promise<void> {
   instance.runs++;
   if (instance.dead) {
     for (const [key, value] of instances) if (value === instance) instances.delete(key);
+  } else if (snapshot && kept) {
+    prepare(instance, snapshot, request);
   }
   // Replenish the spare after answering, off the critical path of the run that just ended.
   setImmediate(() => {

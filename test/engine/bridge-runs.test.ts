@@ -127,7 +127,10 @@ describe("the bridge", () => {
     const slot = onlySlot(target);
     for (let i = 0; i < 5; i++) {
       await echoRun(target, "return (await tools.echo({ i: 1 })).i");
-      // The end was delivered in a turn that went to sleep at once, without a poll window first.
+      // The end was delivered in a turn followed by one more (for a next run the caller sends at
+      // once), which went to sleep without a poll window.
+      expect(slot.bridge.asleep).toBe(false);
+      await new Promise((resolve) => setImmediate(resolve));
       expect(slot.bridge.asleep).toBe(true);
     }
   });

@@ -140,6 +140,41 @@ describe("the bridge", () => {
     expect(bridge.pollWindowMs).toBeLessThanOrEqual(1);
   });
 
+  it("polls for a run's first message without shrinking the tool-call window when it comes late", async () => {
+    const { bridge, received } = start("echo", { pollMs: 1 });
+    // A run that answers after 50 ms: the host polled for it, slept, and was rung.
+    bridge.send("later:50");
+    bridge.expect();
+    await received(1);
+    expect(bridge.stats.hostRings).toBe(1);
+    expect(bridge.pollWindowMs).toBe(1);
+    // The next call's late answer still halves the call window.
+    bridge.send("later:50");
+    await received(2);
+    expect(bridge.pollWindowMs).toBe(0.5);
+  });
+
+  it("polls for a run sent right after the last one ended, not for one after a pause", async () => {
+    const { bridge } = start("echo", { pollMs: 1 });
+    const turns = async (count: number) => {
+      for (let i = 0; i < count; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(bridge.asleep).toBe(true);
+    // Back to back: the host polls for the run's answer (awake after its first turns).
+    bridge.rest();
+    bridge.expect();
+    await turns(3);
+    expect(bridge.asleep).toBe(false);
+    // After a pause: it sleeps until the worker rings.
+    bridge.rest();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(bridge.asleep).toBe(true);
+    bridge.expect();
+    await turns(3);
+    expect(bridge.asleep).toBe(true);
+  });
+
   it("spins only briefly after an answer that came far later than its spin (a slow tool)", async () => {
     const { bridge, received } = start("echo", { spinMs: 1 });
     bridge.send("up");

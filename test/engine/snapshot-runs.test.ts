@@ -68,7 +68,7 @@ describe("snapshot-fresh runs", () => {
     const target = await engine();
     const first = await untilRestored(target);
     const polluted = await run(target, POLLUTE);
-    expect(polluted.vm).toStrictEqual({ instance: first.vm!.instance, restored: true, source: "kept" });
+    expect(polluted.vm).toStrictEqual({ instance: first.vm!.instance, restored: true, prepared: true, source: "kept" });
     const randomsBefore = JSON.parse(polluted.valueJson!) as number[];
     const after = inspected(await run(target, INSPECT));
     const { random, ...rest } = after;
@@ -76,6 +76,62 @@ describe("snapshot-fresh runs", () => {
     expect(random).not.toStrictEqual(randomsBefore);
     const again = inspected(await run(target, INSPECT));
     expect(again.random).not.toStrictEqual(random);
+  });
+
+  it("start a session's next run on a state prepared after its last one, which carries nothing of it", async () => {
+    const target = await engine();
+    await untilRestored(target);
+    await run(target, `store("k", 1); ${POLLUTE}`);
+    // The store is the request's (the host keeps it): not part of the prepared state.
+    const loaded = await run(target, "return [load('k') === undefined, load('given')]", "s", { store: { given: "2" } });
+    expect(loaded.vm?.prepared).toBe(true);
+    expect(JSON.parse(loaded.valueJson!)).toStrictEqual([true, 2]);
+    await run(target, POLLUTE);
+    // Taken as prepared: the same tools, globals and limits as the run before.
+    const first = await run(target, INSPECT);
+    expect(first.vm).toMatchObject({ restored: true, prepared: true });
+    const { random, ...rest } = inspected(first);
+    expect(rest).toStrictEqual(PRISTINE);
+    const second = await run(target, INSPECT);
+    expect(second.vm?.prepared).toBe(true);
+    expect(inspected(second).random).not.toStrictEqual(random);
+  });
+
+  it("redo a prepared state when the next run asks for other tools, globals or limits", async () => {
+    const target = await engine();
+    await untilRestored(target);
+    const probe = "return { tools: Object.keys(tools), task: typeof task === 'object' ? task.id : typeof task, other: typeof other }";
+    await run(target, probe);
+    const changed = await run(target, probe, "s", { tools: ["echo", "files.read"], globals: { other: 1 } });
+    expect(changed.vm).toMatchObject({ restored: true, prepared: false });
+    expect(inspected(changed)).toStrictEqual({ tools: ["echo", "files"], task: "undefined", other: "number" });
+    // Prepared after that run, with its configuration: the next run with the same one takes it.
+    const same = await run(target, probe, "s", { tools: ["echo", "files.read"], globals: { other: 1 } });
+    expect(same.vm?.prepared).toBe(true);
+    expect(inspected(same)).toStrictEqual({ tools: ["echo", "files"], task: "undefined", other: "number" });
+    const back = await run(target, probe);
+    expect(back.vm?.prepared).toBe(false);
+    expect(inspected(back)).toStrictEqual({ tools: ["echo"], task: "t1", other: "undefined" });
+    // Other limits: a prepared state has the last run's memory and stack limits set.
+    const deeper = await run(target, "function d(n) { return n === 0 ? 0 : 1 + d(n - 1) } return d(20000)", "s", { limits: { ...request("", "s").limits, stackBytes: 4 * 1024 * 1024 } });
+    expect(deeper.vm?.prepared).toBe(false);
+    expect(deeper.ok, JSON.stringify(deeper.error)).toBe(true);
+    const shallow = await run(target, "function d(n) { return n === 0 ? 0 : 1 + d(n - 1) } return d(20000)");
+    expect(shallow.vm?.prepared).toBe(false);
+    expect(shallow.error?.kind).toBe("stack");
+  });
+
+  it("never prepare one session's state for another", async () => {
+    const target = await engine();
+    await untilRestored(target, "a");
+    await run(target, "globalThis.mine = 'a'; return 1", "a");
+    const b = await run(target, "return typeof mine", "b");
+    expect(b.vm?.prepared).toBe(false);
+    expect(JSON.parse(b.valueJson!)).toBe("undefined");
+    const a = await run(target, "return typeof mine", "a");
+    expect(a.vm?.prepared).toBe(true);
+    expect(JSON.parse(a.valueJson!)).toBe("undefined");
+    expect(a.vm?.instance).not.toBe(b.vm?.instance);
   });
 
   it("give Math.random the host's seed when the run asks for one, on either path", async () => {
