@@ -454,8 +454,11 @@ function startBackground(): void {
 const ready = (): void => {
   post({ type: "ready" });
   // Off the first run's path: the layout probe and the self-tests cost instances of their own,
-  // and a cold start's first run is usually already on its way.
-  setTimeout(startBackground, BACKGROUND_DELAY_MS).unref();
+  // and a cold start's first run is usually already on its way. Not while that run is still going
+  // (its end starts them): on a loaded machine they took turns with it and delayed its answer.
+  setTimeout(() => {
+    if (!running) startBackground();
+  }, BACKGROUND_DELAY_MS).unref();
 };
 
 /** Let a run that arrived meanwhile go first: each step of the start-up work blocks this thread for milliseconds. */
