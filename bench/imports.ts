@@ -1,7 +1,8 @@
 // What importing the package costs a new process, and where it goes: the whole package, then each
-// heavy dependency on its own (every measure a fresh `node`, median of several), and the modules
-// the package's import loads, counted by package through a module-load hook.
+// heavy dependency on its own (every measure a fresh `node`, median of several), and what a process
+// that imports the shipped bundle and runs a program loads, by package.
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 export interface ImportCost {
@@ -24,29 +25,50 @@ function importMs(specifier: string, times: number): number {
   return samples[samples.length >> 1];
 }
 
-/** Modules the package's import loads, by package (ES modules only: CommonJS internals are not seen). */
+/**
+ * What a new process loads when it imports the package as shipped and runs `text("hi")`, by
+ * package: the bundle's chunks it loaded (and, per package, the modules bundled into them, read
+ * from the comment rolldown heads each with), plus anything loaded from node_modules directly
+ * (ES modules through a module-load hook, CommonJS through the require cache). The host thread
+ * only: the hook does not see worker threads.
+ */
 export function loadedModules(): Record<string, number> {
   const hook = `
     let port;
     export async function initialize(data) { port = data.port; }
     export async function load(url, context, next) { port.postMessage(url); return next(url, context); }`;
   const script = `
-    import { register } from "node:module";
+    import { createRequire, register } from "node:module";
     import { MessageChannel } from "node:worker_threads";
     const { port1, port2 } = new MessageChannel();
     const seen = [];
     port1.on("message", (url) => seen.push(url));
     register("data:text/javascript," + encodeURIComponent(${JSON.stringify(hook)}), { data: { port: port2 }, transferList: [port2] });
-    await import(${JSON.stringify(pathToFileURL(distIndex).href)});
-    setTimeout(() => { process.stdout.write(JSON.stringify(seen)); process.exit(0); }, 200);`;
+    const { createCodemode } = await import(${JSON.stringify(pathToFileURL(bundleIndex).href)});
+    const cm = await createCodemode();
+    await cm.run('text("hi")');
+    await cm.close();
+    setTimeout(() => { process.stdout.write(JSON.stringify({ esm: seen, cjs: Object.keys(createRequire(import.meta.url).cache) })); process.exit(0); }, 200);`;
   const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
   if (child.status !== 0) throw new Error(`tracing the import failed: ${child.stderr}`);
+  const { esm, cjs } = JSON.parse(child.stdout) as { esm: string[]; cjs: string[] };
   const byPackage: Record<string, number> = {};
-  for (const url of JSON.parse(child.stdout) as string[]) {
-    const match = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-    const key = match ? match[1] : url.startsWith("node:") ? "node: built-ins" : "codemode-runtime";
-    byPackage[key] = (byPackage[key] ?? 0) + 1;
+  const count = (key: string) => (byPackage[key] = (byPackage[key] ?? 0) + 1);
+  const packageOf = (path: string) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path)?.[1];
+  for (const url of esm) {
+    if (url.startsWith("node:")) {
+      count("node: built-ins");
+      continue;
+    }
+    const path = fileURLToPath(url);
+    if (!path.includes("/dist/bundle/")) {
+      count(packageOf(path) ?? path);
+      continue;
+    }
+    count("bundle chunks");
+    for (const match of readFileSync(path, "utf8").matchAll(/^\/\/ (\S+)$/gm)) count(`bundled: ${packageOf(match[1]!) ?? "codemode-runtime"}`);
   }
+  for (const path of cjs) count(`required: ${packageOf(path) ?? path}`);
   return byPackage;
 }
 

@@ -96,22 +96,41 @@ interface Target {
   note?: string;
 }
 
+/** When each phase of a cold start ended, in ms since its process started (bench/cold-start.ts --phases). */
+type ColdPhases = Record<"node" | "import" | "createCodemode" | "firstRun", number>;
+const coldPhases: ColdPhases[] = [];
+
 async function coldStart(mode: string): Promise<number> {
   const entry = fileURLToPath(new URL("./cold-start.js", import.meta.url));
+  const withPhases = mode === "codemode";
   const start = performance.now();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [entry, mode], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, [entry, mode, ...(withPhases ? ["--phases"] : [])], { stdio: ["ignore", "pipe", "pipe"] });
     let seen = false;
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     child.stdout.on("data", (chunk: Buffer) => {
       if (!seen && chunk.toString().includes("hi")) {
         seen = true;
         resolve(performance.now() - start);
       }
     });
-    child.on("exit", (code) => {
-      if (!seen) reject(new Error(`cold start (${mode}) exited ${code} without output`));
+    child.on("close", (code) => {
+      if (!seen) reject(new Error(`cold start (${mode}) exited ${code} without output${stderr ? `: ${stderr}` : ""}`));
+      const line = stderr.split("\n").find((text) => text.startsWith('{"node"'));
+      if (line) coldPhases.push(JSON.parse(line) as ColdPhases);
+      else if (stderr) process.stderr.write(stderr);
     });
   });
+}
+
+/** The median cold start's phases, each as its own length: "node 70, import 65, …". */
+function phaseNote(): string {
+  if (coldPhases.length === 0) return "";
+  const at = (key: keyof ColdPhases) => median(coldPhases.map((phases) => phases[key]));
+  const ends = [at("node"), at("import"), at("createCodemode"), at("firstRun")];
+  const names = ["node", "import", "createCodemode", "first run"];
+  return `; phases (median ms): ${names.map((name, i) => `${name} ${(ends[i]! - (i === 0 ? 0 : ends[i - 1]!)).toFixed(0)}`).join(", ")}`;
 }
 
 /** Runs per second of 8 sessions running trivial programs at once, after a warm-up round (workers started, instances made). */
@@ -314,14 +333,15 @@ async function targets(): Promise<Target[]> {
   };
   const node = await cold("node");
   const unbundled = await cold("codemode-unbundled");
+  const ours = await cold("codemode");
   rows.push({
     name: "cold start to first output (new process)",
     unit: "ms",
     target: "≤ raw + 60 ms",
-    note: `node itself: ${node.toFixed(0)} ms; unbundled: ${unbundled.toFixed(0)} ms`,
-    ours: await cold("codemode"),
+    ours,
     raw: await cold("raw"),
     vm: await cold("vm"),
+    note: `node itself: ${node.toFixed(0)} ms; unbundled: ${unbundled.toFixed(0)} ms${phaseNote()}`,
   });
   return rows;
 }

@@ -3,7 +3,7 @@
 // library releases our reference to it once the guest holds it, so from then on the run owns
 // only the deferred's resolve and reject functions, until it settles or drops the promise. This
 // is quickjs-emscripten's rule for deferreds returned from host functions (deferred-promise.ts).
-import { Scope, type QuickJSDeferredPromise, type QuickJSHandle } from "quickjs-emscripten";
+import { Scope, type QuickJSDeferredPromise, type QuickJSHandle } from "quickjs-emscripten-core";
 
 /**
  * The deferred promises a run has handed the guest and not settled yet, by key (a call id, a

@@ -8,7 +8,7 @@
 // Handles: every QuickJS handle a step creates is consumed (Lifetime.consume) or managed by a
 // Scope within that step; the only ones that outlive a step are the deferred promises of tool
 // calls and timers, owned by the two PendingPromises tables below (guest-promises.ts).
-import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten";
+import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import type { WasmInstance } from "./wasm-instance.js";
 import { newGuestString } from "./fast-string.js";
 import { decodeInGuest } from "./bjson.js";

@@ -358,7 +358,9 @@ async function run(request: RunMessage): Promise<void> {
   }
   const snapshot = snapshotOf.get(instance);
   const prepared = snapshot ? takePrepared(instance, request) : undefined;
-  const source: VmSource = snapshot ? { dispatch, open: () => prepared ?? restoredVm(snapshot) } : { dispatch, open: () => freshVm(instance, config.prelude, dispatch, layout) };
+  const source: VmSource = snapshot
+    ? { dispatch, open: () => prepared ?? restoredVm(snapshot) }
+    : { dispatch, open: () => prebuiltVm(instance) ?? freshVm(instance, config.prelude, dispatch, layout) };
   deliverSettles(); // results of an earlier run that arrived after it ended: dropped
   const guest = new GuestRun(instance, request, config.prelude, abortFlag, postRun, link, source);
   current = guest;
@@ -503,8 +505,11 @@ function startBackground(): void {
 const ready = (): void => {
   post({ type: "ready" });
   // Off the first run's path: the layout probe and the self-tests cost instances of their own,
-  // and a cold start's first run is usually already on its way.
-  setTimeout(startBackground, BACKGROUND_DELAY_MS).unref();
+  // and a cold start's first run is usually already on its way. Not while that run is still going
+  // (its end starts them): on a loaded machine they took turns with it and delayed its answer.
+  setTimeout(() => {
+    if (!running) startBackground();
+  }, BACKGROUND_DELAY_MS).unref();
 };
 
 /** Let a run that arrived meanwhile go first: each step of the start-up work blocks this thread for milliseconds. */
@@ -551,7 +556,48 @@ async function startUp(): Promise<void> {
     readySnapshots.push(snapshot.instance);
   }
 }
+/**
+ * The first run's VM (runtime, context, static prelude), built on the first spare right after
+ * "ready", while the host still sets up and sends the run: in a cold start that build was most
+ * of the first run (~40 ms, QuickJS's code still cold). It is a VM no run has touched, what
+ * freshVm would build when the run came; a run that arrives meanwhile waits for the rest of it.
+ */
+let prebuilt: { instance: WasmInstance; vm: GuestVm; layout: MemoryLayout | undefined; spare: Promise<WasmInstance> | undefined } | undefined;
+
+function prebuildVm(instance: WasmInstance, from: Promise<WasmInstance>): void {
+  // Only while it is still the spare and the ordinary path is the one its run would take.
+  if (spare !== from || instance.dead || snapshotOf.has(instance)) return;
+  try {
+    prebuilt = { instance, vm: freshVm(instance, config.prelude, dispatch, layout), layout, spare: from };
+  } catch {
+    // freshVm marked it dead: the first run makes its own instance.
+    spare = undefined;
+  }
+}
+
+/** The VM built ahead for `instance`, if it is still as freshVm would build it now. */
+function prebuiltVm(instance: WasmInstance): GuestVm | undefined {
+  const built = prebuilt;
+  if (!built) return undefined;
+  if (built.instance !== instance) {
+    // Its spare went elsewhere (a run with another memory cap dropped it): free it with it.
+    if (spare !== built.spare) prebuilt = undefined;
+    return undefined;
+  }
+  prebuilt = undefined;
+  if (built.layout === layout) return built.vm;
+  // Built before this build's layout was derived: its Math.random could not be seeded.
+  built.vm.end();
+  return undefined;
+}
+
 void moduleReady.then(() => {
   prepareSpare(pagesFor(config.defaultMemoryBytes));
-  spare!.then(ready, ready);
+  const first = spare!;
+  first.then(ready, ready);
+  // After "ready" is posted (this reaction runs after that one).
+  first.then(
+    (instance) => setImmediate(() => prebuildVm(instance, first)),
+    () => undefined,
+  );
 });

@@ -4,11 +4,11 @@
 // (code first, then the directories in order). docs/tasks.md#agents-and-drivers.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { createRequire } from "node:module";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 import { closestNames, isCloseName } from "../tools/identifiers.js";
 import { TaskError } from "./errors.js";
+import { yamlLibrary } from "../yaml-library.js";
 import type { DriverKind } from "./types.js";
 import type { TraceScope } from "../tracing.js";
 
@@ -203,14 +203,6 @@ export function defineAgent(input: AgentInput): AgentDefinition {
 
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-// Loaded when the first agent file is read: most runs never read one, and yaml is ~20 ms of a
-// cold start.
-let yaml: typeof import("yaml") | undefined;
-function yamlLibrary(): typeof import("yaml") {
-  yaml ??= createRequire(import.meta.url)("yaml") as typeof import("yaml");
-  return yaml;
 }
 
 const FRONT_MATTER = /^---\r?\n([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)/;

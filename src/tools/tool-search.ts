@@ -2,7 +2,7 @@
 // names, best first, so a model facing a large catalog — whose prompt lists most tools by one line
 // only — finds the tools it needs and gets their declarations on demand. Ranking is MiniSearch's
 // BM25 over those fields (a name match weighs most), with prefix and typo-tolerant matching.
-import MiniSearch from "minisearch";
+import type MiniSearch from "minisearch";
 import { z } from "zod";
 import { summaryLine } from "../text.js";
 import { renderDeclarations } from "./declarations.js";
@@ -48,10 +48,19 @@ function argumentNames(tool: Tool): string {
   return isPlainObject(properties) ? Object.keys(properties).join(" ") : "";
 }
 
-class Catalog {
-  private readonly index = new MiniSearch<Indexed>({ fields: ["name", "namespace", "description", "args"], tokenize: words, processTerm: term });
+// Loaded at the first search: most processes never search, and bundled into the package's entry
+// it was ~60 KB that every import parsed.
+let searchLibrary: Promise<typeof MiniSearch> | undefined;
+const loadSearchLibrary = (): Promise<typeof MiniSearch> => (searchLibrary ??= import("minisearch").then((module) => module.default));
 
-  constructor(readonly tools: readonly Tool[]) {
+class Catalog {
+  private readonly index: MiniSearch<Indexed>;
+
+  constructor(
+    readonly tools: readonly Tool[],
+    Search: typeof MiniSearch,
+  ) {
+    this.index = new Search<Indexed>({ fields: ["name", "namespace", "description", "args"], tokenize: words, processTerm: term });
     this.index.addAll(tools.map((tool, id) => ({ id, name: tool.name, namespace: tool.namespace ?? "", description: tool.description, args: argumentNames(tool) })));
   }
 
@@ -69,10 +78,11 @@ class Catalog {
 }
 
 /** The index of the last list seen: rebuilt only when the tools change. */
-function cachedCatalog(): (tools: readonly Tool[]) => Catalog {
+function cachedCatalog(): (tools: readonly Tool[]) => Promise<Catalog> {
   let last: Catalog | undefined;
-  return (tools) => {
-    if (!last || last.tools.length !== tools.length || last.tools.some((tool, i) => tool !== tools[i])) last = new Catalog([...tools]);
+  return async (tools) => {
+    const Search = await loadSearchLibrary();
+    if (!last || last.tools.length !== tools.length || last.tools.some((tool, i) => tool !== tools[i])) last = new Catalog([...tools], Search);
     return last;
   };
 }
@@ -116,7 +126,7 @@ export function toolSearchTool(list: (ctx: ToolContext) => readonly Tool[], opti
       declarations: z.boolean().optional().describe("Also return the TypeScript declarations of the matches"),
     }),
     output,
-    execute: ({ query, limit, declarations }, ctx) => {
+    execute: async ({ query, limit, declarations }, ctx) => {
       const tools = list(ctx);
       if (!Array.isArray(tools) || !tools.every(isTool)) throw new TypeError(`toolSearchTool: "list" must return an array of tools, received ${describeValue(tools)}`);
       const terms = words(query)
@@ -129,7 +139,7 @@ export function toolSearchTool(list: (ctx: ToolContext) => readonly Tool[], opti
           { reason: "schema_invalid" },
         );
       }
-      const found = catalog(tools).search(query);
+      const found = (await catalog(tools)).search(query);
       const best = found.slice(0, limit ?? DEFAULT_LIMIT);
       const result: Out = {
         matches: best.map((tool) => ({ id: tool.id, path: `tools.${tool.path.join(".")}`, description: summaryLine(tool.description, SUMMARY_CHARS) })),

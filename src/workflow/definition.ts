@@ -1,7 +1,8 @@
 // A workflow definition (YAML or JSON text, or the object itself) read into a checked shape.
 // Every problem found is collected, none thrown, so validation can report all of them at once;
 // text definitions also say on which line each problem is.
-import { LineCounter, parseDocument, isNode, type Document } from "yaml";
+import type { Document, LineCounter } from "yaml";
+import { yamlLibrary } from "../yaml-library.js";
 import { describeReceived, formatBytes, YAML_WORDS } from "../text.js";
 import { isPlainObject } from "../tools/json.js";
 import { formatSegments, type PathSegment } from "../tools/view-paths.js";
@@ -77,13 +78,14 @@ const kindOf = (value: unknown): string => describeReceived(value, YAML_WORDS);
 export function parseWorkflow(source: unknown): ParsedWorkflow {
   const problems: WorkflowProblem[] = [];
   const writtenIds = new Set<string>();
+  // Set only for a definition written as text (the YAML library is loaded then).
   let doc: Document | undefined;
-  const lines = new LineCounter();
+  let lines: LineCounter | undefined;
   const lineOf = (at: readonly PathSegment[]): number | undefined => {
-    if (!doc) return undefined;
+    if (!doc || !lines) return undefined;
     for (let n = at.length; n >= 0; n--) {
       const found = doc.getIn(at.slice(0, n), true);
-      if (isNode(found) && found.range) return lines.linePos(found.range[0]).line;
+      if (yamlLibrary().isNode(found) && found.range) return lines.linePos(found.range[0]).line;
     }
     return undefined;
   };
@@ -108,7 +110,9 @@ export function parseWorkflow(source: unknown): ParsedWorkflow {
       problem("invalid_definition", [], `the workflow is ${formatBytes(bytes)}; a definition is at most ${formatBytes(MAX_WORKFLOW_BYTES)}`);
       return parsed;
     }
-    doc = parseDocument(source, { lineCounter: lines });
+    const yaml = yamlLibrary();
+    lines = new yaml.LineCounter();
+    doc = yaml.parseDocument(source, { lineCounter: lines });
     if (doc.errors.length > 0) {
       for (const error of doc.errors.slice(0, 20)) {
         const line = error.linePos?.[0]?.line;
