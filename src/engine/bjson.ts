@@ -17,7 +17,7 @@
 // units. Values: 1 null, 3 false, 4 true, 5 int32 (zigzag LEB128), 6 float64 (little-endian), 7 string,
 // 8 object (LEB128 count, then key and value pairs), 9 array (LEB128 length, then values). A key
 // is LEB128(n << 1 | 1) for an integer key n < 2^31, else LEB128((1 + its index in the atom table) << 1).
-import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten";
+import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
 import type * as zc from "zod/v4/core";
 
 export const BJSON_VERSION = 5;

@@ -3,7 +3,7 @@
 // same bytes straight into linear memory in a fraction of that. This reaches into the context's
 // module, FFI and memory helpers, so it checks they are there (the version is pinned) and falls
 // back to newString otherwise.
-import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten";
+import type { QuickJSContext, QuickJSHandle } from "quickjs-emscripten-core";
 
 interface ContextInternals {
   module?: { _malloc(bytes: number): number; _free(pointer: number): void; HEAPU8: Uint8Array };

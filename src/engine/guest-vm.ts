@@ -2,7 +2,7 @@
 // path), or a runtime, context and prelude built for the run (the ordinary path, kept for builds
 // where snapshots are unsupported and when they are switched off). Both are set up by the same
 // function, so a program cannot tell them apart.
-import { Scope, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten";
+import { Scope, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten-core";
 import { newGuestString } from "./fast-string.js";
 import type { RunRequest } from "./protocol.js";
 import { type InstanceSnapshot, writeRandomState, type MemoryLayout, type TemplateSetup } from "./snapshot.js";
