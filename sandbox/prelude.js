@@ -281,11 +281,11 @@
   };
   return {
     fromJson: parse,
-    // The results of one delivery that arrived as JSON text: `meta` is [id, length, id, length…]
-    // and `body` their texts back to back, in arrival order. A text that does not parse rejects
-    // its own call only.
+    // The results of one delivery that arrived as JSON text: `meta` is the call's id for one, or
+    // [id, length, id, length…] for several, with `body` their texts back to back in arrival
+    // order. A text that does not parse rejects its own call only.
     deliver(meta, body) {
-      const list = parse(meta);
+      const list = typeof meta === "number" ? [meta, body.length] : parse(meta);
       let at = 0;
       for (let i = 0; i < list.length; i += 2) {
         const length = list[i + 1],

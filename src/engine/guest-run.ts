@@ -167,16 +167,24 @@ export class GuestRun {
     const handles = this.vm!.handles;
     let meta = "";
     let body = "";
+    let count = 0;
+    let first = 0;
     const flush = () => {
-      if (meta === "") return;
-      const args = [context.newString(`[${meta}]`), newGuestString(context, body)];
+      if (count === 0) return;
+      const args = [count === 1 ? context.newNumber(first) : context.newString(`[${meta}]`), newGuestString(context, body)];
       meta = body = "";
+      count = 0;
       this.callGuest(handles.deliver, args);
     };
     for (const message of arrived) {
       if (message.ok && typeof message.json === "string") {
+        // A NUL (never in JSON text) would cut the guest's copy short: such a text goes alone.
+        const alone = message.json.includes("\0");
+        if (alone) flush();
+        if (count++ === 0) first = message.callId;
         meta += `${meta === "" ? "" : ","}${message.callId},${message.json.length}`;
         body += message.json;
+        if (alone) flush();
         continue;
       }
       flush();

@@ -212,7 +212,8 @@ describe("tool results handed to the guest", () => {
         handle.settle(by.get(5)!, true, JSON.stringify({ json: 5 }));
         handle.settle(by.get(4)!, true, encodeToolResult({ binary: 4 })!.bytes);
         handle.settle(by.get(3)!, false, JSON.stringify({ name: "Error", code: "tool_failed", message: "three failed" }));
-        handle.settle(by.get(2)!, true, "{not json");
+        // Not JSON, and with a raw NUL, which a guest string made from it would end at.
+        handle.settle(by.get(2)!, true, '"not\0json');
         handle.settle(by.get(1)!, true, JSON.stringify("one\0with a NUL \ud800"));
         handle.settle(by.get(0)!, true, JSON.stringify([0]));
         // Unknown and repeated ids change nothing.
