@@ -110,8 +110,35 @@ export function runMessageChars(message: WorkerToHost): number {
   }
 }
 
+/**
+ * Separates the fields of a batch made only of tool calls: a control character JSON text never
+ * holds raw (JSON.stringify escapes them), and one no run id or tool path may hold here.
+ */
+const CALLS_MARK = "\u0001";
+
+/**
+ * A batch of the run's messages as one text. A batch of tool calls (a loop's, a Promise.all's)
+ * is written as its fields between CALLS_MARKs, not as JSON: JSON would escape every quote of
+ * each call's argument text, and reading it back costs the host's event loop a JSON.parse per
+ * call. Anything else, or a field holding the mark, is JSON.
+ */
+export function formatBatch(batch: readonly WorkerToHost[]): string {
+  let text = "";
+  for (const message of batch) {
+    if (message.type !== "call" || message.runId.includes(CALLS_MARK) || message.path.includes(CALLS_MARK) || message.args.includes(CALLS_MARK)) return JSON.stringify(batch);
+    text += `${CALLS_MARK}${message.runId}${CALLS_MARK}${message.callId}${CALLS_MARK}${message.path}${CALLS_MARK}${message.args}`;
+  }
+  return text;
+}
+
 /** The messages of one batch from the worker. */
 export function parseBatch(message: BridgeMessage): WorkerToHost[] {
+  if (typeof message === "string" && message.startsWith(CALLS_MARK)) {
+    const fields = message.split(CALLS_MARK);
+    const calls: WorkerToHost[] = [];
+    for (let i = 1; i + 3 < fields.length; i += 4) calls.push({ type: "call", runId: fields[i]!, callId: Number(fields[i + 1]), path: fields[i + 2]!, args: fields[i + 3]! });
+    return calls;
+  }
   if (typeof message === "string") return JSON.parse(message) as WorkerToHost[];
   if (message instanceof Uint8Array) throw new TypeError("the bridge expected a batch of messages, got bytes");
   return message.posted as WorkerToHost[];
