@@ -29,7 +29,8 @@
   const define = Object.defineProperty,
     keys = Object.keys,
     apply = Reflect.apply,
-    Str = String;
+    Str = String,
+    slice = String.prototype.slice;
   const TypeErr = TypeError,
     RangeErr = RangeError,
     P = Proxy,
@@ -289,7 +290,7 @@
       let at = 0;
       for (let i = 0; i < list.length; i += 2) {
         const length = list[i + 1],
-          text = list.length === 2 ? body : body.slice(at, at + length);
+          text = list.length === 2 ? body : apply(slice, body, [at, at + length]);
         at += length;
         const pair = take(list[i]);
         if (pair === undefined) continue;

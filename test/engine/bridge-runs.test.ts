@@ -245,6 +245,35 @@ describe("tool results handed to the guest", () => {
     ]);
   });
 
+  it("reach a program that replaced the built-ins a delivery uses", async () => {
+    const target = await engine();
+    let handle!: ReturnType<SandboxEngine["run"]>;
+    const pending: Array<[number, string]> = [];
+    handle = target.run(
+      request(`
+        const tamper = () => { throw new Error("tampered"); };
+        String.prototype.slice = tamper;
+        JSON.parse = tamper;
+        globalThis.Promise = function () { tamper(); };
+        Map.prototype.set = Map.prototype.get = tamper;
+        const calls = [tools.echo({ i: 0 }), tools.echo({ i: 1 }), tools.echo({ i: 2 })];
+        const values = [];
+        for (const call of calls) values.push((await call).i);
+        return values;`),
+      {
+        onCall(callId, _path, args) {
+          pending.push([callId, args]);
+          // Together, so they reach the guest in one delivery.
+          if (pending.length === 3) for (const [id, json] of pending) handle.settle(id, true, json);
+        },
+        onFlush() {},
+        onStore() {},
+      },
+    );
+    const done = await handle.done;
+    expect([done.ok, done.valueJson]).toStrictEqual([true, "[0,1,2]"]);
+  });
+
   it("never reach the next run: a result for a call of a run that ended is dropped, though the next run's call has the same id", async () => {
     const target = await engine();
     const first = target.run(request(`tools.echo({ late: true }); return "first"`), {
