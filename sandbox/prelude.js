@@ -29,13 +29,33 @@
   const define = Object.defineProperty,
     keys = Object.keys,
     apply = Reflect.apply,
-    Str = String;
+    Str = String,
+    slice = String.prototype.slice;
   const TypeErr = TypeError,
     RangeErr = RangeError,
     P = Proxy,
     Prom = Promise,
-    reject = Promise.reject,
-    then = Promise.prototype.then;
+    reject = Promise.reject;
+  // Tool calls waiting for their result: call id -> [resolve, reject] of the promise the program
+  // holds. The promise is made here and settled by the host's delivery of results (deliver and
+  // settle below): no promise capability crosses the wall per call. A null-prototype record, so
+  // nothing a program puts on Object.prototype or Map.prototype can see or change it.
+  const waiting = create(null);
+  let resolveNext, rejectNext;
+  const capture = (resolve, reject) => {
+    resolveNext = resolve;
+    rejectNext = reject;
+  };
+  function waitFor(id) {
+    const promise = new Prom(capture);
+    waiting[id] = [resolveNext, rejectNext];
+    return promise;
+  }
+  function take(id) {
+    const pair = waiting[id];
+    if (pair !== undefined) delete waiting[id];
+    return pair;
+  }
   const timers = new Map(),
     mapHas = Map.prototype.has,
     mapSet = Map.prototype.set,
@@ -262,6 +282,34 @@
   };
   return {
     fromJson: parse,
+    // The results of one delivery that arrived as JSON text: `meta` is the call's id for one, or
+    // [id, length, id, length…] for several, with `body` their texts back to back in arrival
+    // order. A text that does not parse rejects its own call only.
+    deliver(meta, body) {
+      const list = typeof meta === "number" ? [meta, body.length] : parse(meta);
+      let at = 0;
+      for (let i = 0; i < list.length; i += 2) {
+        const length = list[i + 1],
+          text = list.length === 2 ? body : apply(slice, body, [at, at + length]);
+        at += length;
+        const pair = take(list[i]);
+        if (pair === undefined) continue;
+        let value;
+        try {
+          value = parse(text);
+        } catch (e) {
+          pair[1](e);
+          continue;
+        }
+        pair[0](value);
+      }
+    },
+    // One result that is already a value: [result] decoded from QuickJS's binary format (ok), or
+    // the ready-made Error to reject with.
+    settle(id, ok, value) {
+      const pair = take(id);
+      if (pair !== undefined) ok ? pair[0](value[0]) : pair[1](value);
+    },
     // "=" + JSON for a value, "!" + reason when it is not JSON; undefined when there is none.
     result(value) {
       if (value === undefined) return undefined;
@@ -277,16 +325,13 @@
     install(configJson) {
       const config = parse(configJson);
       if (config.determinism) replayable(config.determinism);
-      // A result arrives as its JSON text, or already decoded from QuickJS's binary format as the
-      // one element of an array. `parsed`: the arguments of then() for every call, one array (a
-      // frozen one is slower to apply).
       const root = create(null),
-        branches = create(null),
-        parsed = [(v) => (typeof v === "string" ? parse(v) : v[0])];
+        branches = create(null);
       for (const path of config.tools) {
-        // The host's promise resolves to the result's JSON, or rejects with a ready-made Error (name,
-        // code, message) that has no stack yet: QuickJS adds one where it is first thrown, which is
-        // the program's own `await` of the call (an async wrapper here would put its frame there).
+        // The host answers with the call's id (its result comes later, see deliver and settle), or
+        // with a ready-made Error (name, code, message) when it refuses the call. An Error has no
+        // stack yet: QuickJS adds one where it is first thrown, which is the program's own `await`
+        // of the call (an async wrapper here would put its frame there).
         // A tool called from a toJSON or getter of another call's arguments would nest without bound.
         const dot = path.indexOf("."),
           fn = (args) => {
@@ -302,7 +347,8 @@
               json = "~" + stringify(readings) + "~" + json;
               readings = [];
             }
-            return apply(then, host("call", path, json), parsed);
+            const id = host("call", path, json);
+            return typeof id === "number" ? waitFor(id) : apply(reject, Prom, [id]);
           };
         if (dot < 0) root[path] = fn;
         else (branches[path.slice(0, dot)] ??= create(null))[path.slice(dot + 1)] = fn;

@@ -30,6 +30,8 @@ const CONSOLE_LINES = 500;
 const MAX_ANALYSED_CHARS = 512 * 1024;
 /** Tools whose results say how polled tasks stand: a deadline reached while polling names the last statuses. */
 const TASK_TOOLS = new Set(["ptc_task_output", "ptc_task_list", "ptc_subagent", "ptc_task_wait"]);
+/** Binary results below this many bytes of encoding go as JSON text instead (see runCall). */
+const BINARY_MIN_BYTES = 2048;
 /** A person asked during a run must answer this long before its deadline; later, the run interrupts instead. */
 const ASK_MARGIN_MS = 2_000;
 /** Tasks whose last seen status is kept. */
@@ -368,7 +370,10 @@ class ProgramRun {
     if (TASK_TOOLS.has(tool.name)) this.noteStatuses(outcome.value());
     if (binary) {
       const encoded = outcome.encoded ?? encodeToolResult(outcome.value());
-      if (encoded && encoded.jsonBytesAtMost <= limits.maxCrossingBytes) return encoded.bytes;
+      // A small value goes as JSON: results of a poll that arrive as text reach the guest in one
+      // call, while each binary one costs its own decode and settle, which outweighs JSON.parse
+      // below a few KiB.
+      if (encoded && encoded.jsonBytesAtMost <= limits.maxCrossingBytes && encoded.bytes.length >= BINARY_MIN_BYTES) return encoded.bytes;
     }
     const value = outcome.value();
     let json: string | undefined;

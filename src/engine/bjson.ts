@@ -45,6 +45,12 @@ export interface BjsonEncoding {
 /** The longest JSON a double takes: a negative one just above 1e-6 in magnitude, e.g. -0.0000010000313825228672 (exponent forms stop at 24, e.g. -2.2250738585072014e-308). */
 const MAX_DOUBLE_JSON = 25;
 
+/**
+ * Bytes every encoding leaves free before its start, in the same buffer: the bridge writes its
+ * frame header there (bridge-format.ts) instead of copying the encoding into a frame.
+ */
+export const BJSON_HEADROOM = 8;
+
 export type BjsonEncoder = (value: unknown) => BjsonEncoding | undefined;
 
 /** Accumulates one encoding: the value's bytes, its atom table and the JSON length. */
@@ -237,7 +243,8 @@ export class BjsonWriter {
     this.leb(this.atomList.length);
     for (const atom of this.atomList) this.rawString(atom);
     const table = this.buffer.subarray(body, this.position);
-    const bytes = new Uint8Array(1 + table.length + value.length);
+    // Room in front for the bridge's frame header, so a result crosses without another copy.
+    const bytes = new Uint8Array(BJSON_HEADROOM + 1 + table.length + value.length).subarray(BJSON_HEADROOM);
     bytes[0] = BJSON_VERSION;
     bytes.set(table, 1);
     bytes.set(value, 1 + table.length);

@@ -6,11 +6,13 @@
 // waits for the next host event — a tool result, a timer, an abort or the deadline.
 //
 // Handles: every QuickJS handle a step creates is consumed (Lifetime.consume) or managed by a
-// Scope within that step; the only ones that outlive a step are the deferred promises of tool
-// calls and timers, owned by the two PendingPromises tables below (guest-promises.ts).
+// Scope within that step; the only ones that outlive a step are the deferred promises of timers,
+// owned by the PendingPromises table below (guest-promises.ts). A tool call's promise is the
+// prelude's own: the host holds only its call id, and settles it by handing the prelude results.
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import type { WasmInstance } from "./wasm-instance.js";
 import { newGuestString } from "./fast-string.js";
+import { callDirectly } from "./host-function.js";
 import { decodeInGuest } from "./bjson.js";
 import { freshVm, installConfig, runConfig, type GuestVm, type HostDispatch } from "./guest-vm.js";
 import { PendingPromises, rejectReturned, settleOwned } from "./guest-promises.js";
@@ -24,10 +26,6 @@ const CONSOLE_LINES = 500;
 const CONSOLE_LINE_CHARS = 2_000;
 /** setTimeout callbacks whose exceptions are reported one by one; the rest are counted. */
 const UNCAUGHT_REPORTED = 5;
-
-interface ToolCall {
-  deferred: QuickJSDeferredPromise;
-}
 
 interface Timer {
   /** performance.now() time at which it fires. */
@@ -82,8 +80,12 @@ export class GuestRun {
   private stopReason: StopReason | undefined;
   private nextCallId = 1;
   private callCount = 0;
-  /** Tool calls sent to the host and not settled, by call id. Added by startCall only; removed by settle and release. */
-  private readonly inflight = new PendingPromises<ToolCall>();
+  /** Tool calls sent to the host and not settled, by call id, in the order they were made. Added by startCall only; removed by settle and release. */
+  private readonly inflight = new Set<number>();
+  /** Handing results to the guest ran out of memory (or stack): the run ends with that error. */
+  private deliveryFailure: GuestError | undefined;
+  /** Results taken from the host and not yet handed to the guest: delivered together after each poll. */
+  private arrived: Array<Pick<SettleMessage, "callId" | "ok" | "json">> = [];
   /**
    * Pending sleeps and setTimeouts, by the guest's timer id (internal sleeps: negative ids).
    * Added by startTimer only; removed by fireDueTimers, clearTimer and release.
@@ -145,15 +147,73 @@ export class GuestRun {
     return this.request.abortSeq;
   }
 
-  /** A tool result from the host. Late results (after the run ended) are ignored. */
+  /**
+   * A tool result from the host, handed to the guest with the others of its poll (deliverArrived).
+   * Late results (after the run ended) and unknown call ids are ignored.
+   */
   settle(message: Pick<SettleMessage, "callId" | "ok" | "json">): void {
-    const call = this.inflight.take(message.callId);
-    if (!call) return;
-    const [how, value] = this.toolOutcome(message);
-    settleOwned(call.deferred, how, value);
+    if (this.inflight.delete(message.callId)) this.arrived.push(message);
   }
 
-  /** What a tool call's promise settles with, as a new handle the caller owns. */
+  /**
+   * Settle the calls whose results arrived, in arrival order: the successful JSON ones of a run of
+   * arrivals in one guest call (their texts back to back), a decoded value or an error one by one.
+   */
+  private deliverArrived(): void {
+    const arrived = this.arrived;
+    if (arrived.length === 0) return;
+    this.arrived = [];
+    const { context } = this;
+    const handles = this.vm!.handles;
+    let meta = "";
+    let body = "";
+    let count = 0;
+    let first = 0;
+    const flush = () => {
+      if (count === 0) return;
+      const args = [count === 1 ? context.newNumber(first) : context.newString(`[${meta}]`), newGuestString(context, body)];
+      meta = body = "";
+      count = 0;
+      this.callGuest(handles.deliver, args);
+    };
+    for (const message of arrived) {
+      if (message.ok && typeof message.json === "string") {
+        // A NUL (never in JSON text) would cut the guest's copy short: such a text goes alone.
+        const alone = message.json.includes("\0");
+        if (alone) flush();
+        if (count++ === 0) first = message.callId;
+        meta += `${meta === "" ? "" : ","}${message.callId},${message.json.length}`;
+        body += message.json;
+        if (alone) flush();
+        continue;
+      }
+      flush();
+      const [how, value] = this.toolOutcome(message);
+      this.callGuest(handles.settle, [context.newNumber(message.callId), how === "resolve" ? context.true : context.false, value]);
+    }
+    flush();
+  }
+
+  /**
+   * Call a prelude function with handles it consumes. It fails only on an interrupt (the deadline,
+   * an abort: the run's loop sees stopReason) or when memory runs out, which the calls it was
+   * settling learn from the run's end.
+   */
+  private callGuest(fn: QuickJSHandle, args: QuickJSHandle[]): void {
+    const { context } = this;
+    try {
+      const result = context.callFunction(fn, context.undefined, ...args);
+      if (result.error) {
+        const error = result.error.consume((thrown) => this.describeError(this.vm!.handles.error, thrown));
+        if (error.kind === "memory" || error.kind === "stack") this.deliveryFailure ??= error;
+        else if (!this.stopReason) this.warnings.push(`tool results could not be delivered: ${error.message}`);
+      } else result.value.dispose();
+    } finally {
+      for (const arg of args) if (arg !== context.true && arg !== context.false && arg.alive) arg.dispose();
+    }
+  }
+
+  /** What a tool call's promise settles with when that is not JSON text to parse, as a new handle the caller owns. */
   private toolOutcome(message: Pick<SettleMessage, "ok" | "json">): ["resolve" | "reject", QuickJSHandle] {
     const { context } = this;
     if (typeof message.json !== "string") {
@@ -163,8 +223,6 @@ export class GuestRun {
       if ("error" in decoded) return ["reject", decoded.error];
       return ["reject", context.newError({ name: "InternalError", message: "out of memory" })];
     }
-    // The prelude parses it with its pristine JSON.parse.
-    if (message.ok) return ["resolve", newGuestString(context, message.json)];
     // No stack yet: QuickJS gives it the frame of the program's await that first throws it.
     return ["reject", this.newGuestError(JSON.parse(message.json))];
   }
@@ -216,6 +274,8 @@ export class GuestRun {
       const vm = (this.vm = this.source.open());
       this.runtime = vm.runtime;
       this.context = vm.context;
+      // The tool-call loop's host calls skip the library's per-call wrapper (host-function.ts).
+      callDirectly(vm.context);
       this.runtime.setMemoryLimit(request.limits.memoryBytes);
       this.runtime.setMaxStackSize(request.limits.stackBytes);
       if (request.randomSeed !== undefined && !vm.seedRandom(BigInt(request.randomSeed))) {
@@ -320,7 +380,7 @@ export class GuestRun {
       // only if there is none sleep until one can be.
       this.flush();
       link.send();
-      let woke = link.poll();
+      let woke = this.poll();
       if (this.fireDueTimers()) woke = true;
       while (!woke) {
         const now = performance.now();
@@ -333,12 +393,20 @@ export class GuestRun {
         // handler's would count the wait as busy time).
         if (Atomics.load(this.abortFlag, 0) === this.request.abortSeq) this.stopReason ??= "aborted";
         if (this.stopReason) return { ok: false, error: this.stopError() };
-        woke = link.poll();
+        woke = this.poll();
         if (this.fireDueTimers()) woke = true;
       }
+      if (this.deliveryFailure) return { ok: false, error: this.deliveryFailure };
       this.waits++;
       this.runningSince = performance.now();
     }
+  }
+
+  /** Take the results that arrived and hand them to the guest; true if there were any. */
+  private poll(): boolean {
+    const woke = this.link.poll();
+    this.deliverArrived();
+    return woke;
   }
 
   private nextTimerDue(): number {
@@ -469,33 +537,30 @@ export class GuestRun {
     }
   }
 
+  /** The call's id, which the prelude waits on; or the Error it rejects with when the call is refused. */
   private startCall(path: string, args: string): QuickJSHandle {
     const { context } = this;
-    const deferred = context.newPromise();
     const limits = this.request.limits;
     // A microtask still queued when the program's value settled runs in the same pump; a call it
     // makes would reach the host after the program ended. Refuse it: the tool never runs.
     if (this.programSettled()) {
-      this.rejectNow(deferred, { name: "Error", code: "run_ended", message: `tools.${path}(): the program has already ended; calls made after its end are not run` });
-      return deferred.handle;
+      return this.newGuestError({ name: "Error", code: "run_ended", message: `tools.${path}(): the program has already ended; calls made after its end are not run` });
     }
     this.callCount++;
     if (this.callCount > limits.maxToolCalls) {
       this.stopReason ??= "call_limit";
-      this.rejectNow(deferred, { name: "RangeError", code: "call_limit", message: `tools.${path}(): the program made more than ${limits.maxToolCalls} tool calls (the per-run limit)` });
-      return deferred.handle;
+      return this.newGuestError({ name: "RangeError", code: "call_limit", message: `tools.${path}(): the program made more than ${limits.maxToolCalls} tool calls (the per-run limit)` });
     }
     const bytes = args.length * 3 > limits.maxCrossingBytes ? Buffer.byteLength(args) : args.length;
     if (bytes > limits.maxCrossingBytes) {
-      this.rejectNow(deferred, {
+      return this.newGuestError({
         name: "RangeError",
         code: "crossing_limit",
         message: `tools.${path}(): the argument is ${formatBytes(bytes)} of JSON; one value crossing the sandbox wall is limited to ${formatBytes(limits.maxCrossingBytes)}`,
       });
-      return deferred.handle;
     }
     const callId = this.nextCallId++;
-    this.inflight.add(callId, { deferred });
+    this.inflight.add(callId);
     // Output produced before the call is flushed first so the host sees events in program order.
     this.flush();
     this.post({ type: "call", runId: this.request.runId, callId, path, args });
@@ -505,7 +570,7 @@ export class GuestRun {
       this.sentThisPump = true;
       this.link.send();
     }
-    return deferred.handle;
+    return context.newNumber(callId);
   }
 
   private programSettled(): boolean {
@@ -515,11 +580,6 @@ export class GuestRun {
     if (state.type === "rejected") state.error.dispose();
     else if (!state.notAPromise) state.value.dispose();
     return true;
-  }
-
-  /** Reject at once; the promise handle is returned to the guest, which takes ownership of it. */
-  private rejectNow(deferred: QuickJSDeferredPromise, payload: { name: string; code: string; message: string }): void {
-    rejectReturned(deferred, this.newGuestError(payload));
   }
 
   /** What is left of the run's limits, as `budget()` returns it. */
@@ -631,7 +691,8 @@ export class GuestRun {
 
   private release(): boolean {
     this.timers.releaseAll();
-    this.inflight.releaseAll();
+    this.inflight.clear();
+    this.arrived = [];
     this.stopReason ??= "aborted";
     this.source.dispatch.current = undefined;
     const vm = this.vm;

@@ -7,6 +7,7 @@ import { newGuestString } from "./fast-string.js";
 import type { RunRequest } from "./protocol.js";
 import { type InstanceSnapshot, writeRandomState, type MemoryLayout, type TemplateSetup } from "./snapshot.js";
 import type { WasmInstance } from "./wasm-instance.js";
+import { newHostFunction } from "./host-function.js";
 
 const PRELUDE_FILE = "codemode-prelude.js";
 
@@ -20,6 +21,10 @@ export interface PreludeHandles {
   fromJson: QuickJSHandle;
   /** Installs one run's configuration (tools, globals) from its JSON. */
   install: QuickJSHandle;
+  /** Settles tool calls with results that arrived as JSON text, many in one call (guest-run.ts). */
+  deliver: QuickJSHandle;
+  /** Settles one tool call with a value (a decoded result, or an Error to reject with). */
+  settle: QuickJSHandle;
 }
 
 /** Host calls from the guest go to whichever run owns the VM now (a template's host function outlives runs). */
@@ -49,7 +54,7 @@ export interface GuestVm {
 export function preludeSetup(prelude: string, dispatch: HostDispatch): TemplateSetup {
   const source = compactPrelude(prelude);
   return ({ context }) => {
-    const host = context.newFunction("__codemode_host", (...args) => {
+    const host = newHostFunction(context, "__codemode_host", (args) => {
       const call = dispatch.current;
       if (!call) throw new Error("no run owns this sandbox instance");
       return call(args);
@@ -68,6 +73,8 @@ export function preludeSetup(prelude: string, dispatch: HostDispatch): TemplateS
       error: context.getProp(face, "error"),
       fromJson: context.getProp(face, "fromJson"),
       install: context.getProp(face, "install"),
+      deliver: context.getProp(face, "deliver"),
+      settle: context.getProp(face, "settle"),
     };
     face.dispose();
     return handles;

@@ -14,7 +14,7 @@ import { getHeapSpaceStatistics } from "node:v8";
 import { parentPort, threadId, workerData } from "node:worker_threads";
 import { GuestRun, type HostLink, type VmSource } from "./guest-run.js";
 import { WorkerBridge, type BridgeInit } from "./ring.js";
-import { parseRun, parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
+import { formatBatch, parseRun, parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
 import { bjsonSelfTest } from "./bjson.js";
 import { freshVm, installConfig, preludeSetup, restoredVm, runConfig, type GuestVm, type HostDispatch } from "./guest-vm.js";
 import { InstanceSnapshot, memoryLayout, startSnapshots, type MemoryLayout } from "./snapshot.js";
@@ -166,7 +166,7 @@ function sendOutbox(): void {
   if (outbox.length === 0) return;
   const batch = outbox.splice(0);
   // Large strings are copied by the port; small batches are one JSON text frame in the ring.
-  bridge.send(outboxChars >= SEND_NOW_CHARS ? { posted: batch } : JSON.stringify(batch));
+  bridge.send(outboxChars >= SEND_NOW_CHARS ? { posted: batch } : formatBatch(batch));
   outboxChars = 0;
 }
 

@@ -95,3 +95,51 @@ describe("text that reaches the model is well-formed Unicode", () => {
     expect(result.details.console).toStrictEqual([{ level: "log", text: "c\ufffd" }]);
   });
 });
+
+describe("how a result crosses into the sandbox", () => {
+  it("as QuickJS's binary format when large, as JSON text when small; the program gets the same value either way", async () => {
+    const row = z.object({ id: z.number(), name: z.string() });
+    const rows = defineTool({
+      name: "rows",
+      description: "Some rows.",
+      input: z.object({ n: z.number() }),
+      output: z.object({ rows: z.array(row) }),
+      execute: async ({ n }) => ({ rows: Array.from({ length: n }, (_, id) => ({ id, name: `row ${id}`, extra: "dropped by the schema" })) }),
+    });
+    const local = await createCodemode({ tools: [rows] });
+    try {
+      // The engine's settle sees what crosses: record its kinds.
+      const engine = (local as unknown as { engine: { run: (...args: unknown[]) => { settle: (id: number, ok: boolean, json: unknown) => void } } }).engine;
+      const run = engine.run.bind(engine);
+      const kinds: string[] = [];
+      engine.run = (...args: unknown[]) => {
+        const handle = run(...args);
+        const settle = handle.settle.bind(handle);
+        handle.settle = (id, ok, json) => {
+          kinds.push(typeof json === "string" ? "json" : "binary");
+          settle(id, ok, json);
+        };
+        return handle;
+      };
+      // A new worker sends JSON until its start-up check of the binary format has passed.
+      const program = `const a = await tools.rows({ n: 2 }); const b = await tools.rows({ n: 500 }); return [a.rows, b.rows.length, b.rows[499]]`;
+      for (let attempt = 0; attempt < 100; attempt++) {
+        kinds.length = 0;
+        const result = await local.run(program);
+        expect(result.structuredContent.value).toStrictEqual([
+          [
+            { id: 0, name: "row 0" },
+            { id: 1, name: "row 1" },
+          ],
+          500,
+          { id: 499, name: "row 499" },
+        ]);
+        if (kinds.includes("binary")) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(kinds).toStrictEqual(["json", "binary"]);
+    } finally {
+      await local.close();
+    }
+  });
+});

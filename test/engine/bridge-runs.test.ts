@@ -6,6 +6,7 @@ import { SandboxEngine, type RunCallbacks } from "../../src/engine/engine.js";
 import type { HostBridge } from "../../src/engine/ring.js";
 import type { RunRequest } from "../../src/engine/protocol.js";
 import { runRequest } from "./run-request.js";
+import { encodeToolResult } from "../../src/engine/bjson.js";
 import type { Worker } from "node:worker_threads";
 
 const engines: SandboxEngine[] = [];
@@ -197,5 +198,97 @@ describe("the bridge", () => {
     expect(events[0]).toBe("text a");
     expect(events.slice(1, 301)).toStrictEqual(Array.from({ length: 300 }, (_, i) => `call echo {"i":${i}}`));
     expect(events.slice(301)).toStrictEqual(["text b", `call echo ${JSON.stringify({ s: "y".repeat(300000) }).length}`]);
+  });
+});
+
+describe("tool results handed to the guest", () => {
+  it("settle in arrival order within one delivery, whatever their kind; a text that is not JSON rejects only its own call", async () => {
+    const target = await engine();
+    let handle!: ReturnType<SandboxEngine["run"]>;
+    const calls: Array<[number, number]> = [];
+    const callbacks: RunCallbacks = {
+      onCall(callId, _path, args) {
+        calls.push([callId, (JSON.parse(args) as { i: number }).i]);
+        if (calls.length < 6) return;
+        // All six in one turn, last call first: JSON, binary, an error, a broken text, JSON, JSON.
+        const by = new Map(calls.map(([id, i]) => [i, id]));
+        handle.settle(by.get(5)!, true, JSON.stringify({ json: 5 }));
+        handle.settle(by.get(4)!, true, encodeToolResult({ binary: 4 })!.bytes);
+        handle.settle(by.get(3)!, false, JSON.stringify({ name: "Error", code: "tool_failed", message: "three failed" }));
+        // Not JSON, and with a raw NUL, which a guest string made from it would end at.
+        handle.settle(by.get(2)!, true, '"not\0json');
+        handle.settle(by.get(1)!, true, JSON.stringify("one\0with a NUL \ud800"));
+        handle.settle(by.get(0)!, true, JSON.stringify([0]));
+        // Unknown and repeated ids change nothing.
+        handle.settle(999, true, "1");
+        handle.settle(by.get(0)!, true, JSON.stringify("again"));
+      },
+      onFlush() {},
+      onStore() {},
+    };
+    handle = target.run(
+      request(`
+        const order = [];
+        await Promise.all([0, 1, 2, 3, 4, 5].map((i) => tools.echo({ i }).then(
+          (value) => order.push([i, value]),
+          (error) => order.push([i, error.name, error.code ?? null, error instanceof Error]),
+        )));
+        return order;`),
+      callbacks,
+    );
+    const done = await handle.done;
+    expect(done.ok).toBe(true);
+    expect(JSON.parse(done.valueJson!)).toStrictEqual([
+      [5, { json: 5 }],
+      [4, { binary: 4 }],
+      [3, "Error", "tool_failed", true],
+      [2, "SyntaxError", null, true],
+      [1, "one\0with a NUL \ud800"],
+      [0, [0]],
+    ]);
+  });
+
+  it("reach a program that replaced the built-ins a delivery uses", async () => {
+    const target = await engine();
+    let handle!: ReturnType<SandboxEngine["run"]>;
+    const pending: Array<[number, string]> = [];
+    handle = target.run(
+      request(`
+        const tamper = () => { throw new Error("tampered"); };
+        String.prototype.slice = tamper;
+        JSON.parse = tamper;
+        globalThis.Promise = function () { tamper(); };
+        Map.prototype.set = Map.prototype.get = tamper;
+        const calls = [tools.echo({ i: 0 }), tools.echo({ i: 1 }), tools.echo({ i: 2 })];
+        const values = [];
+        for (const call of calls) values.push((await call).i);
+        return values;`),
+      {
+        onCall(callId, _path, args) {
+          pending.push([callId, args]);
+          // Together, so they reach the guest in one delivery.
+          if (pending.length === 3) for (const [id, json] of pending) handle.settle(id, true, json);
+        },
+        onFlush() {},
+        onStore() {},
+      },
+    );
+    const done = await handle.done;
+    expect([done.ok, done.valueJson]).toStrictEqual([true, "[0,1,2]"]);
+  });
+
+  it("never reach the next run: a result for a call of a run that ended is dropped, though the next run's call has the same id", async () => {
+    const target = await engine();
+    const first = target.run(request(`tools.echo({ late: true }); return "first"`), {
+      // At once: the result is sent while the host still counts the run as active, and reaches
+      // the worker after the program ended.
+      onCall: (callId) => first.settle(callId, true, JSON.stringify("late")),
+      onFlush() {},
+      onStore() {},
+    });
+    const ended = await first.done;
+    expect([ended.ok, ended.valueJson, ended.pendingCalls]).toStrictEqual([true, '"first"', [1]]);
+    const second = await echoRun(target, `return await tools.echo({ second: true })`);
+    expect([second.ok, second.valueJson]).toStrictEqual([true, JSON.stringify({ second: true })]);
   });
 });
