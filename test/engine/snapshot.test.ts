@@ -235,6 +235,22 @@ describe("a restored state", () => {
     used.restore(pristine.templateSeed);
   });
 
+  it("zeroes a single stray byte anywhere in the stack it checks: its first byte, past the compared head, its last", () => {
+    // The check compares the range's head with zeroes and the rest with itself one head further
+    // on: a byte at either end or at the head's edge must still be found (without a stack limit
+    // the whole stack down to its bottom is checked, up to where the template's top is copied back; the
+    // 64 KiB chunks are checked again one by one once the whole range is found dirty).
+    const memory = new Uint8Array(used.instance.memory.buffer);
+    const copied = (used as unknown as { stackCopyFrom: number }).stackCopyFrom;
+    expect(copied).toBeGreaterThan(layout.stackLow + 128 * 1024);
+    for (const at of [layout.stackLow, layout.stackLow + 4095, layout.stackLow + 4096, layout.stackLow + 65_535, layout.stackLow + 70_000, copied - 4097, copied - 1]) {
+      used.acquire().runtime.setMaxStackSize(0);
+      memory[at] = 0x5a;
+      used.restore(pristine.templateSeed);
+      expect({ at, differing: differences(used.instance.memory, pristine.instance.memory, Math.max(used.currentBrk, pristine.currentBrk)) }).toStrictEqual({ at, differing: [] });
+    }
+  });
+
   it("keeps nothing of the run before it: globals, prototypes, built-ins, the prelude's closure state", () => {
     evaluate(used, `globalThis.secret = "run 1"; Object.prototype.leak = "proto"; Array.prototype.push = () => 0; Math.max = () => -1; String.prototype.trim = null; 1`);
     used.restore();
