@@ -320,9 +320,8 @@ export class GuestRun {
     const { context, runtime, request } = this;
     const { result: serialise, error: describe } = vm.handles;
     this.fromJson = vm.handles.fromJson;
-    // A state the worker prepared ahead of the run has this run's configuration installed already.
-    const config = runConfig(request);
-    if (vm.installed !== config) installConfig(vm, config);
+    // A state the worker prepared ahead of the run comes only with this run's configuration installed.
+    if (vm.installed === undefined) installConfig(vm, runConfig(request));
     // Only the user's program is interruptible: the prelude is ours, short, and must finish.
     runtime.setInterruptHandler(() => this.shouldInterrupt());
     if (this.shouldInterrupt()) return { ok: false, error: this.stopError() };

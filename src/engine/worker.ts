@@ -269,14 +269,14 @@ interface PreparedVm {
 const preparedOf = new WeakMap<WasmInstance, PreparedVm>();
 
 /** Restore `instance` now and install `request`'s configuration, for the session's next run. */
-function prepare(instance: WasmInstance, snapshot: InstanceSnapshot, request: RunMessage): void {
+function prepare(instance: WasmInstance, snapshot: InstanceSnapshot, request: RunMessage, configText: string): void {
   if (request.determinism !== undefined) return;
   let vm: GuestVm | undefined;
   try {
     vm = restoredVm(snapshot);
     vm.runtime.setMemoryLimit(request.limits.memoryBytes);
     vm.runtime.setMaxStackSize(request.limits.stackBytes);
-    installConfig(vm, runConfig(request));
+    installConfig(vm, configText);
     preparedOf.set(instance, { vm, memoryBytes: request.limits.memoryBytes, stackBytes: request.limits.stackBytes });
   } catch {
     // Not worth a run: put the template back (a failed restore marks the instance dead).
@@ -285,13 +285,17 @@ function prepare(instance: WasmInstance, snapshot: InstanceSnapshot, request: Ru
   }
 }
 
-/** The state prepared for `request` on its instance, if it fits; one that does not is put back to the template. */
-function takePrepared(instance: WasmInstance, request: RunMessage): GuestVm | undefined {
+/**
+ * The state prepared for `request` (whose runConfig text is `configText`) on its instance, if it
+ * fits; one that does not is put back to the template. GuestRun installs a configuration only in
+ * a state that has none, so a state with another run's must never get past here.
+ */
+function takePrepared(instance: WasmInstance, request: RunMessage, configText: string): GuestVm | undefined {
   const prepared = preparedOf.get(instance);
   if (!prepared) return undefined;
   preparedOf.delete(instance);
   const { vm } = prepared;
-  if (request.determinism === undefined && vm.installed === runConfig(request) && prepared.memoryBytes === request.limits.memoryBytes && prepared.stackBytes === request.limits.stackBytes) {
+  if (request.determinism === undefined && vm.installed === configText && prepared.memoryBytes === request.limits.memoryBytes && prepared.stackBytes === request.limits.stackBytes) {
     return vm;
   }
   vm.end();
@@ -357,7 +361,9 @@ async function run(request: RunMessage): Promise<void> {
     return;
   }
   const snapshot = snapshotOf.get(instance);
-  const prepared = snapshot ? takePrepared(instance, request) : undefined;
+  // Worked out once per run: the prepared state is checked against it and the next one made from it.
+  const configText = runConfig(request);
+  const prepared = snapshot ? takePrepared(instance, request, configText) : undefined;
   const source: VmSource = snapshot
     ? { dispatch, open: () => prepared ?? restoredVm(snapshot) }
     : { dispatch, open: () => prebuiltVm(instance) ?? freshVm(instance, config.prelude, dispatch, layout) };
@@ -383,7 +389,7 @@ async function run(request: RunMessage): Promise<void> {
   if (instance.dead) {
     for (const [key, value] of instances) if (value === instance) instances.delete(key);
   } else if (snapshot && kept) {
-    prepare(instance, snapshot, request);
+    prepare(instance, snapshot, request, configText);
   }
   // Replenish the spare after answering, off the critical path of the run that just ended.
   setImmediate(() => {
