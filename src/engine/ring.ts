@@ -22,7 +22,8 @@
 //   worker→host messages posted to the overflow port (so the reader asks the port only then:
 //   receiveMessageOnPort costs microseconds), 11 the worker's waits and 12 how many of them
 //   went to sleep in Atomics.wait, 13 the times the worker rang the host (counts for stats()),
-//   14 worker idle between runs and watching the ring (0/1), 15 spare.
+//   14 worker between runs and sure to read the ring before its event loop waits: watching it
+//   (idleWait) or finishing a run's after-work (willLook/look) (0/1), 15 spare.
 // A frame: length word (bit 31: text), sequence word, the payload, padding to 4 bytes. A frame
 // never wraps: a length word of -1 means "continue at the start".
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
@@ -453,7 +454,8 @@ export class HostBridge {
 
   /**
    * Offer a message to a worker between runs: written to the ring, and the worker woken if it
-   * is watching the ring (idle in Atomics.wait, see WorkerBridge.idleWait). False when it is not:
+   * is watching the ring (idle in Atomics.wait, see WorkerBridge.idleWait; a worker still
+   * finishing its last run's after-work reads the ring at its end, see willLook). False when not:
    * its event loop must be told to look (by a message on its port), or the message waits there.
    */
   offer(message: BridgeMessage): boolean {
@@ -475,7 +477,7 @@ export class HostBridge {
     return this.sleeping;
   }
 
-  /** The worker is idle between runs, watching the ring (an offer wakes it there). */
+  /** The worker is between runs and will read the ring before its event loop waits (watching it, or finishing a run's after-work). */
   get workerWatching(): boolean {
     return Atomics.load(this.words, W.workerIdle) === 1;
   }
@@ -695,6 +697,25 @@ export class WorkerBridge {
       Atomics.store(this.words, W.workerIdle, 0);
     }
     // Checked after clearing the flag: a message the host wrote while it still saw the flag set is not missed.
+    return this.in.hasFrame();
+  }
+
+  /**
+   * A run just ended: this thread will read the ring before its event loop next waits (at the
+   * end of the run's after-work, see `look()`), so the host may write the next run there and
+   * skip the message to the port that would otherwise tell the event loop to look.
+   */
+  willLook(): void {
+    Atomics.store(this.words, W.workerIdle, 1);
+  }
+
+  /**
+   * The after-work is done: stop promising to look, then look. True if a message is there.
+   * Read after clearing the flag, as in idleWait: a run the host wrote while it still saw the
+   * flag set is found here, and one written after it was cleared comes with a port message.
+   */
+  look(): boolean {
+    Atomics.store(this.words, W.workerIdle, 0);
     return this.in.hasFrame();
   }
 

@@ -167,6 +167,21 @@ describe("the bridge", () => {
     expect((await handle.done).error).toStrictEqual({ kind: "aborted", message: "the run was aborted by the host" });
   });
 
+  it("serves runs sent back to back, each as the last one ends, and still gets to its start-up work: they move onto prepared snapshot states", async () => {
+    const target = await engine();
+    // Each run is sent from the last one's end, while its worker restores and prepares: such a
+    // run is taken without an event-loop turn, yet the worker's background start-up (the
+    // snapshot self-test) needs turns, and it must get them while the runs keep coming.
+    let prepared = 0;
+    let runs = 0;
+    for (; runs < 5_000 && prepared < 20; runs++) {
+      const done = await echoRun(target, `return ${runs}`);
+      expect(done.valueJson).toBe(String(runs));
+      if (done.vm?.prepared) prepared++;
+    }
+    expect(prepared).toBe(20);
+  });
+
   it("settles results that arrive together, keeps output and calls in program order, and takes large values through the port", async () => {
     const target = await engine();
     const events: string[] = [];

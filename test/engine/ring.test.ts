@@ -15,7 +15,7 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.terminate()));
 });
 
-function start(mode: string, options: { ringBytes?: number; pollMs?: number; sleepMs?: number; run?: number; thenBlock?: boolean; spinMs?: number; sliceMs?: number } = {}) {
+function start(mode: string, options: { ringBytes?: number; pollMs?: number; sleepMs?: number; run?: number; thenBlock?: boolean; spinMs?: number; sliceMs?: number; gate?: SharedArrayBuffer } = {}) {
   const bridge = new HostBridge({ ringBytes: options.ringBytes, pollMs: options.pollMs });
   const worker = new Worker(fixture, { workerData: { init: bridge.init, mode, ...options }, transferList: bridge.transfer });
   bridges.push(bridge);
@@ -239,6 +239,20 @@ describe("a worker idle between runs", () => {
     expect(bridge.offer("ping")).toBe(true);
     expect((await received(2))[1]).toBe("ping");
     expect(bridge.stats.workerWakes).toBe(1);
+  });
+
+  it("takes a message offered while it finished a run's after-work from the ring when that work ends, and stops promising to look then", async () => {
+    const gate = new SharedArrayBuffer(4);
+    const { bridge, received } = start("after-work", { gate });
+    expect(await received(1)).toStrictEqual(["busy"]);
+    // Busy, not watching, but sure to look: the offer needs no message to its event loop.
+    expect(bridge.workerWatching).toBe(true);
+    expect(bridge.offer("next")).toBe(true);
+    Atomics.store(new Int32Array(gate), 0, 1);
+    Atomics.notify(new Int32Array(gate), 0);
+    expect((await received(2))[1]).toBe("look true next");
+    expect(bridge.workerWatching).toBe(false);
+    expect(bridge.offer("late")).toBe(false);
   });
 
   it("does not miss an offer made while it was between slices", async () => {
