@@ -25,7 +25,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createRequire } from "node:module";
-import { randomFillSync } from "node:crypto";
 import { Lifetime, QuickJSContext, QuickJSRuntime, type QuickJSHandle } from "quickjs-emscripten-core";
 import { readWasmBinary } from "./wasm-binary.js";
 import { newWasmInstance, type WasmInstance } from "./wasm-instance.js";
@@ -198,10 +197,17 @@ export function quickjsRandom(state: bigint): { state: bigint; value: number } {
  */
 const seedPool = new BigUint64Array(256);
 let seedsLeft = 0;
+/**
+ * node:crypto, loaded at the first draw: imported with the module it was ~4 ms of every new
+ * worker's start-up, on a cold start's critical path, and seeds are drawn only once snapshots
+ * restore (after the self-test, in the background).
+ */
+let randomFillSync: ((pool: BigUint64Array) => unknown) | undefined;
 
 function randomSeed(): bigint {
   for (;;) {
     if (seedsLeft === 0) {
+      randomFillSync ??= (createRequire(import.meta.url)("node:crypto") as typeof import("node:crypto")).randomFillSync;
       randomFillSync(seedPool);
       seedsLeft = seedPool.length;
     }
