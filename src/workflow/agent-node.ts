@@ -22,10 +22,9 @@ export const backgroundAgentOutput = z.object({ task_id: z.string(), status: sta
 
 export type ForegroundAgentOutput = z.infer<typeof foregroundAgentOutput>;
 
-const DESCRIPTORS = {
-  foreground: { output_schema: jsonSchemaOf(foregroundAgentOutput, "output", "run-agent output") },
-  background: { output_schema: jsonSchemaOf(backgroundAgentOutput, "output", "run-agent background output") },
-};
+// Worked out on the first workflow that has a run-agent node, not when the package is imported:
+// zod's JSON Schema conversion at module top level was on every cold start's critical path.
+let descriptors: Record<"foreground" | "background", Pick<ToolDescriptor, "output_schema">> | undefined;
 
 export const AGENT_NODE_FIELDS = {
   foreground: Object.keys(foregroundAgentOutput.shape),
@@ -33,7 +32,11 @@ export const AGENT_NODE_FIELDS = {
 };
 
 export function agentNodeDescriptor(background: boolean): Pick<ToolDescriptor, "output_schema"> {
-  return background ? DESCRIPTORS.background : DESCRIPTORS.foreground;
+  descriptors ??= {
+    foreground: { output_schema: jsonSchemaOf(foregroundAgentOutput, "output", "run-agent output") },
+    background: { output_schema: jsonSchemaOf(backgroundAgentOutput, "output", "run-agent background output") },
+  };
+  return background ? descriptors.background : descriptors.foreground;
 }
 
 export function foregroundOutputOf(host: TaskHost, record: TaskRecord): ForegroundAgentOutput {
