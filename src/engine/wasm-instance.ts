@@ -4,7 +4,8 @@
 // slip past it and linear memory never shrinks. So every instance gets its own fixed
 // `WebAssembly.Memory` whose `maximum` is the cap: past it, allocation fails inside the guest
 // and the program sees an out-of-memory error while the host is untouched. The compiled
-// `WebAssembly.Module` is shared, so a new instance costs about a millisecond, not a compile.
+// `WebAssembly.Module` is shared, so a new instance costs milliseconds of set-up (mostly the
+// emscripten glue), not a compile.
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from "quickjs-emscripten-core";
 import releaseSyncImport from "@jitl/quickjs-wasmfile-release-sync";
 import { compiledModule } from "./wasm-module.js";
