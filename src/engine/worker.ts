@@ -318,7 +318,8 @@ async function instanceFor(request: RunRequest): Promise<{ instance: WasmInstanc
     return { instance: existing, source: "kept" };
   }
   instances.delete(key);
-  if (existing && !existing.dead) drop(existing);
+  // Dead or moved past: either way it is done with (drop counts its memory once, however often called).
+  if (existing) drop(existing);
   let instance: WasmInstance | undefined;
   let source: InstanceSource = "ready";
   const ready = readySnapshots.findIndex((candidate) => candidate.maxPages === maxPages);
@@ -391,10 +392,13 @@ async function run(request: RunMessage): Promise<void> {
   try {
     guest.teardown();
     instance.runs++;
+    if (!instance.dead && snapshot && kept) prepare(instance, snapshot, request, configText);
     if (instance.dead) {
+      // Its teardown or its restore failed: out of the sessions, and its memory counted as
+      // dropped, not held (a grownBy entry left behind kept it reachable, and counted, for as
+      // long as the worker lived).
       for (const [key, value] of instances) if (value === instance) instances.delete(key);
-    } else if (snapshot && kept) {
-      prepare(instance, snapshot, request, configText);
+      drop(instance);
     }
     // Replenish the spare after answering, off the critical path of the run that just ended.
     setImmediate(() => {
