@@ -327,8 +327,8 @@ function defineWith(def: unknown, timing: SchemaTiming, descriptionTail?: () => 
   let views: Record<ResultView, PlannedView> | undefined;
   let subsetChecks: ResidualCheck[] | undefined;
   // The tool's JSON Schemas, digests and descriptor, worked out once, in the order defineTool has
-  // always used; it is called below (timing "now") or by the first getter read (otherwise). A
-  // throw leaves nothing cached, so a later read throws the same error again.
+  // always used; it is called below (timing "now") or by the first getter read (otherwise). What
+  // failed to convert is not cached, so a later read throws the same error again.
   let settled: { inputJsonSchema: Record<string, unknown>; descriptor: ToolDescriptor } | undefined;
   const settle = (): { inputJsonSchema: Record<string, unknown>; descriptor: ToolDescriptor } => {
     if (settled) return settled;
