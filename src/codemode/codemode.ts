@@ -35,7 +35,6 @@ import { checkAnswers, RememberedApprovals, type ApprovalAnswerInput, type Remem
 import { codeDigest, ContinuationError, ContinuationVault, type PendingApproval } from "./continuation.js";
 import type { ApprovalGate } from "../tools/index.js";
 import { declarationsOf } from "../tools/declarations.js";
-import { settleTool } from "../tools/define.js";
 import { SESSION_NAME, SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
 import { runCodeTool } from "./run-code-tool.js";
@@ -598,7 +597,7 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     // Last, so its description can carry the declarations of every tool a program can reach:
     // those tools are fixed and checked here; the text is rendered when the description is read.
     cm.addTools([runCodeTool(cm, cm.declarationsLater())], "entry");
-    await startedWhileSettling(engineStarted, cm.toolList());
+    await engineStarted;
   } catch (error) {
     // A bad tool set (or a worker that failed to start) must not leave a warm worker or an open task database behind.
     await cm.close();
@@ -616,30 +615,6 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     }),
   });
   return cm;
-}
-
-/**
- * Waits for the sandbox worker, using the wait. The runtime's own tools leave their schemas,
- * descriptors and ptc_run_code's declarations for their first read (defineBuiltinTool), yet an MCP
- * server reads them all right after createCodemode, and the host thread has nothing else to do
- * while the worker boots: so they are worked out now, one tool per event-loop turn (the runtime's
- * first, then ptc_run_code, whose declarations read them), until the worker is ready. What is
- * left waits for its first read. A turn is one tool's conversion, a few milliseconds, so the
- * worker's "ready" is handled at most that late; a worker that boots sooner leaves more for later.
- */
-async function startedWhileSettling(started: Promise<void>, tools: readonly Tool[]): Promise<void> {
-  let ready = false;
-  const done = (): void => {
-    ready = true;
-  };
-  // Rejections are thrown by the await below; this only notes that the wait is over.
-  started.then(done, done);
-  for (const tool of tools) {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    if (ready) break;
-    settleTool(tool);
-  }
-  await started;
 }
 
 function checkDeclarationBudgets(value: CodemodeOptions["declarations"]): void {

@@ -397,14 +397,6 @@ function defineWith(def: unknown, timing: SchemaTiming, descriptionTail?: () => 
   return tool;
 }
 
-/**
- * Works out now whatever of a tool's schemas, digests, descriptor and description waits for a
- * first read (the runtime's own tools); nothing for the others, which did it in defineTool.
- */
-export function settleTool(tool: Tool): void {
-  void toolInternals(tool).descriptor;
-}
-
 function withResultView(schema: Record<string, unknown>): Record<string, unknown> {
   const properties = { ...((schema.properties as Record<string, unknown> | undefined) ?? {}), result_view: RESULT_VIEW_PROPERTY };
   return { ...schema, properties };
