@@ -9,7 +9,6 @@ import {
   describeTool,
   errorResult,
   invokeTool,
-  renderDeclarations,
   toolInfoTool,
   toolSearchTool,
   TOOL_SEARCH_TOOL,
@@ -35,6 +34,7 @@ import { executeRun, type ApprovalAsker, type Resumption, type RunApprovals } fr
 import { checkAnswers, RememberedApprovals, type ApprovalAnswerInput, type RememberedApproval } from "./approvals.js";
 import { codeDigest, ContinuationError, ContinuationVault, type PendingApproval } from "./continuation.js";
 import type { ApprovalGate } from "../tools/index.js";
+import { declarationsOf } from "../tools/declarations.js";
 import { SESSION_NAME, SessionStores } from "./sessions.js";
 import type { RunResult } from "./run-result.js";
 import { runCodeTool } from "./run-code-tool.js";
@@ -448,11 +448,19 @@ export class Codemode {
    * others (described by the binding contract, and listed to an MCP client directly).
    */
   declarations(options: { budgetBytes?: number } = {}): string {
+    return this.declarationsLater(options)();
+  }
+
+  /**
+   * @internal cm.declarations() of the tools there are now, checked now (it throws what that
+   * throws) and rendered at the first call, once: what ptc_run_code's description carries.
+   */
+  declarationsLater(options: { budgetBytes?: number } = {}): () => string {
     const reachable = this.toolSet.programTools();
     const host = (tool: Tool): boolean => this.toolSet.isHost(tool);
     const finders = reachable.filter((tool) => !host(tool) && (tool.name === TOOL_SEARCH_TOOL || tool.name === "tool_info"));
     const ordered = [...finders, ...reachable.filter(host), ...reachable.filter((tool) => !host(tool) && !finders.includes(tool))];
-    return renderDeclarations(ordered, { budgetBytes: options.budgetBytes ?? this.budgets.prompt });
+    return declarationsOf(ordered, { budgetBytes: options.budgetBytes ?? this.budgets.prompt });
   }
 
   /** @internal the declarations budgets in force. */
@@ -586,8 +594,9 @@ export async function createCodemode(options: CodemodeOptions = {}): Promise<Cod
     // A search finds what a program can call: never an entry point.
     cm.addTools([...ptcTools(tasks), workflow, toolInfoTool((ctx) => cm.visibleTools(ctx)), toolSearchTool((ctx) => cm.programTools(ctx), { declarationsBudget: cm.budgets.search })], "runtime");
     cm.addTools(tools, "host");
-    // Last, so its description can carry the declarations of every tool a program can reach.
-    cm.addTools([runCodeTool(cm, cm.declarations())], "entry");
+    // Last, so its description can carry the declarations of every tool a program can reach:
+    // those tools are fixed and checked here; the text is rendered when the description is read.
+    cm.addTools([runCodeTool(cm, cm.declarationsLater())], "entry");
     await engineStarted;
   } catch (error) {
     // A bad tool set (or a worker that failed to start) must not leave a warm worker or an open task database behind.

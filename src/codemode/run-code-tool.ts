@@ -2,7 +2,8 @@
 // model directly or over MCP. Its description states the binding contract and the declarations of
 // every tool a program can reach, so a model never has to guess a result shape.
 import { z } from "zod";
-import { defineTool, ToolError, toolResult, type Tool } from "../tools/index.js";
+import { ToolError, toolResult, type Tool } from "../tools/index.js";
+import { defineBuiltinTool } from "../tools/define.js";
 import { ContinuationError, type PendingApproval } from "./continuation.js";
 import type { ApprovalAnswerInput } from "./approvals.js";
 import type { ProgramHost, ProgramRunOptions } from "../ptc/script-runner.js";
@@ -57,70 +58,81 @@ Top-level await works; \`return\` ends the program with a value.
 - Unawaited tool calls are cancelled when the program ends.
 - A call that needs a person's approval stops the program (status "interrupted", with the pending calls and a continuation): ask the user, then call this tool with { resume, approvals } — the program runs again from the start and its earlier calls are not repeated. A denied call rejects with code "tool_denied", reason "approval_denied".`;
 
-export function runCodeTool(cm: RunCodeHost, declarations: string): Tool {
-  return defineTool({
-    name: RUN_CODE_TOOL,
-    title: "Run a codemode program",
-    // A program may call every bound tool (write_file, upstream servers) and spawn subagents.
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-    description: `${BINDING_CONTRACT}\n\nTools a program can call:\n${declarations}`,
-    input: z.object({
-      code: z.string().min(1).optional().describe("The JavaScript program (leave out when resuming)"),
-      timeout_ms: z.number().int().min(1).max(600_000).optional().describe("Wall-clock deadline (default 30000)"),
-      session: z.string().regex(SESSION_NAME).optional().describe("Runs of one session share store()/load()"),
-      resume: z.string().min(1).optional().describe("The continuation of an interrupted run, to continue it"),
-      approvals: z.record(z.string(), answer).optional().describe('With resume: the person\'s answer per approval_id: "allow", "deny", or { decision, remember: true }'),
-    }),
-    output: runStructuredSchema,
-    execute: async (input, ctx) => {
-      const onOutput = ctx.progress ? outputProgress(ctx.progress) : undefined;
-      const ask = ctx.askApproval;
-      if (input.resume === undefined) {
-        if (input.approvals !== undefined)
-          throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input "approvals" answers an interrupted run: give it together with "resume"`, { reason: "schema_invalid" });
-        if (input.code === undefined)
-          throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input needs "code" (the program), or "resume" (a continuation) to continue an interrupted run`, {
-            reason: "schema_invalid",
-          });
-      } else if (input.timeout_ms !== undefined) {
-        throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input "timeout_ms" cannot change on resume: a resumed run keeps the limits it started with`, { reason: "schema_invalid" });
-      }
-      let result: RunResult;
-      if (input.resume !== undefined) {
-        try {
-          result = await cm.resumeInternal(
-            input.resume,
-            {
-              ...(input.approvals ? { approvals: input.approvals as Record<string, ApprovalAnswerInput> } : {}),
-              ...(input.code !== undefined ? { code: input.code } : {}),
-              ...(input.session !== undefined ? { session: input.session } : {}),
-              signal: ctx.signal,
-              ...(ask ? { askApproval: ask } : {}),
-            },
-            { resumeHint: toolResumeHint, depth: ctx.depth, ...(ctx.taskId ? { taskId: ctx.taskId } : {}), ...(onOutput ? { onOutput } : {}), ...(ctx.trace ? { trace: ctx.trace } : {}) },
-          );
-        } catch (error) {
-          if (error instanceof ContinuationError) throw new ToolError(error.code, error.message, { reason: error.reason });
-          if (error instanceof TypeError) throw new ToolError("tool_invalid_input", error.message, { reason: "schema_invalid" });
-          throw error;
+/**
+ * `declarations` renders the program tools' declarations for the description: called at the
+ * description's first read (an MCP listing, tool_info), not here — a run never reads it.
+ */
+export function runCodeTool(cm: RunCodeHost, declarations: () => string): Tool {
+  return defineBuiltinTool(
+    {
+      name: RUN_CODE_TOOL,
+      title: "Run a codemode program",
+      // A program may call every bound tool (write_file, upstream servers) and spawn subagents.
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+      description: `${BINDING_CONTRACT}\n\nTools a program can call:\n`,
+      input: z.object({
+        code: z.string().min(1).optional().describe("The JavaScript program (leave out when resuming)"),
+        timeout_ms: z.number().int().min(1).max(600_000).optional().describe("Wall-clock deadline (default 30000)"),
+        session: z.string().regex(SESSION_NAME).optional().describe("Runs of one session share store()/load()"),
+        resume: z.string().min(1).optional().describe("The continuation of an interrupted run, to continue it"),
+        approvals: z.record(z.string(), answer).optional().describe('With resume: the person\'s answer per approval_id: "allow", "deny", or { decision, remember: true }'),
+      }),
+      output: runStructuredSchema,
+      execute: async (input, ctx) => {
+        const onOutput = ctx.progress ? outputProgress(ctx.progress) : undefined;
+        const ask = ctx.askApproval;
+        if (input.resume === undefined) {
+          if (input.approvals !== undefined)
+            throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input "approvals" answers an interrupted run: give it together with "resume"`, { reason: "schema_invalid" });
+          if (input.code === undefined)
+            throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input needs "code" (the program), or "resume" (a continuation) to continue an interrupted run`, {
+              reason: "schema_invalid",
+            });
+        } else if (input.timeout_ms !== undefined) {
+          throw new ToolError("tool_invalid_input", `tool "${RUN_CODE_TOOL}" input "timeout_ms" cannot change on resume: a resumed run keeps the limits it started with`, { reason: "schema_invalid" });
         }
-      } else {
-        result = await cm.runInternal(input.code!, {
-          timeoutMs: input.timeout_ms,
-          session: input.session,
-          signal: ctx.signal,
-          depth: ctx.depth,
-          taskId: ctx.taskId,
-          resumeHint: toolResumeHint,
-          ...(ask ? { askApproval: ask } : {}),
-          ...(onOutput ? { onOutput } : {}),
-          ...(ctx.trace ? { trace: ctx.trace } : {}),
+        let result: RunResult;
+        if (input.resume !== undefined) {
+          try {
+            result = await cm.resumeInternal(
+              input.resume,
+              {
+                ...(input.approvals ? { approvals: input.approvals as Record<string, ApprovalAnswerInput> } : {}),
+                ...(input.code !== undefined ? { code: input.code } : {}),
+                ...(input.session !== undefined ? { session: input.session } : {}),
+                signal: ctx.signal,
+                ...(ask ? { askApproval: ask } : {}),
+              },
+              { resumeHint: toolResumeHint, depth: ctx.depth, ...(ctx.taskId ? { taskId: ctx.taskId } : {}), ...(onOutput ? { onOutput } : {}), ...(ctx.trace ? { trace: ctx.trace } : {}) },
+            );
+          } catch (error) {
+            if (error instanceof ContinuationError) throw new ToolError(error.code, error.message, { reason: error.reason });
+            if (error instanceof TypeError) throw new ToolError("tool_invalid_input", error.message, { reason: "schema_invalid" });
+            throw error;
+          }
+        } else {
+          result = await cm.runInternal(input.code!, {
+            timeoutMs: input.timeout_ms,
+            session: input.session,
+            signal: ctx.signal,
+            depth: ctx.depth,
+            taskId: ctx.taskId,
+            resumeHint: toolResumeHint,
+            ...(ask ? { askApproval: ask } : {}),
+            ...(onOutput ? { onOutput } : {}),
+            ...(ctx.trace ? { trace: ctx.trace } : {}),
+          });
+        }
+        // A program that failed is an error result for the model, though the tool itself worked.
+        return toolResult(result.structuredContent, {
+          modelOutput: result.content.map((block) => block.text).join("\n"),
+          details: result.details,
+          isError: result.structuredContent.status === "error",
         });
-      }
-      // A program that failed is an error result for the model, though the tool itself worked.
-      return toolResult(result.structuredContent, { modelOutput: result.content.map((block) => block.text).join("\n"), details: result.details, isError: result.structuredContent.status === "error" });
+      },
     },
-  });
+    { descriptionTail: declarations },
+  );
 }
 
 /** What a listener hears of a running program: how much it has printed and its latest line. */

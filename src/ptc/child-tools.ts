@@ -1,6 +1,7 @@
 // The host's tools as an openai child sees them: full paths, model-callable names, JSON Schemas and
 // which are read-only; a call runs through invokeTool like any other and answers with the model text.
 import { describeTool, invokeTool, type BoundOutput, type Tool, type ToolHooks } from "../tools/index.js";
+import { toolInternals } from "../tools/define.js";
 import type { ChildToolDescriptor, ChildToolProvider } from "../tasks/index.js";
 import { WORKSPACE_READ_ONLY_TOOLS } from "../workspace/index.js";
 
@@ -47,15 +48,22 @@ export function childToolProvider(tools: readonly Tool[], options: ChildToolOpti
   if (!Array.isArray(tools)) throw new TypeError(`childToolProvider: "tools" must be an array of tools, received ${tools === null ? "null" : typeof tools}`);
   const readOnly = new Set(options.readOnlyTools ?? WORKSPACE_READ_ONLY_TOOLS);
   const byPath = new Map(tools.map((t) => [toolPathOf(t), t]));
-  const taken = new Set<string>();
-  const descriptors: ChildToolDescriptor[] = tools.map((t) => {
-    const d = describeTool(t);
-    const path = toolPathOf(t);
-    return { path, name: functionName(path, taken), description: d.description, parameters: d.input_schema, readOnly: toolListed(readOnly, t) };
-  });
+  // Checked now, as describeTool would; the descriptors themselves are built at the first list()
+  // (a model-driven child's start), once: the runtime's own tools work their schemas out on that read.
+  for (const t of tools) toolInternals(t, "describeTool: tool");
+  const offered = [...tools];
+  let descriptors: ChildToolDescriptor[] | undefined;
+  const describe = (): ChildToolDescriptor[] => {
+    const taken = new Set<string>();
+    return offered.map((t) => {
+      const d = describeTool(t);
+      const path = toolPathOf(t);
+      return { path, name: functionName(path, taken), description: d.description, parameters: d.input_schema, readOnly: toolListed(readOnly, t) };
+    });
+  };
   let seq = 0;
   return {
-    list: () => descriptors.map((d) => ({ ...d })),
+    list: () => (descriptors ??= describe()).map((d) => ({ ...d })),
     call: async (path, args, ctx) => {
       const tool = byPath.get(path);
       if (!tool) throw new Error(`tool "${path}" does not exist`);

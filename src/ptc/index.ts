@@ -1,9 +1,10 @@
 // The runtime's task tools — ptc_subagent, ptc_task_wait, ptc_task_list, ptc_task_output,
-// ptc_task_stop — defined with defineTool over a TaskHost: their inputs, their compact and full
+// ptc_task_stop — defined with defineBuiltinTool over a TaskHost: their inputs, their compact and full
 // views, and the text a model reads (docs/tasks.md).
 import { headChars, summaryLine, takeTail } from "../text.js";
 import { z } from "zod";
-import { defineTool, pinnedText, ToolError, type PinnedText, type Tool, type ToolContext } from "../tools/index.js";
+import { pinnedText, ToolError, type PinnedText, type Tool, type ToolContext } from "../tools/index.js";
+import { defineBuiltinTool } from "../tools/define.js";
 import { isTerminal, TaskError, TaskHost, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type TaskRecord, type TaskStatus } from "../tasks/index.js";
 import { detailRecord, readOnlyTierSchema, reportChannelSchema, reportSchema, statusSchema, taskRecordSchema, toSnake, usageLine, usageSchema, type SnakeRecord } from "./records.js";
 
@@ -115,7 +116,7 @@ export function ptcSubagentTool(host: TaskHost): Tool {
     usage: usageSchema.optional().describe("Host-measured; absent on a background handle"),
   });
   type Out = z.input<typeof compact> & { task: SnakeRecord; output_tail?: string };
-  return defineTool({
+  return defineBuiltinTool({
     name: "ptc_subagent",
     title: "Run a subagent",
     // A command agent is a process that may do anything its CLI does.
@@ -209,7 +210,7 @@ export function ptcTaskListTool(host: TaskHost): Tool {
   const compact = z.object({ tasks: z.array(listRowSchema), count: z.number().int().describe("How many tasks match (tasks holds the most recent `limit`)") });
   const full = z.object({ tasks: z.array(taskRecordSchema), count: z.number().int() });
   type Out = { tasks: SnakeRecord[]; count: number };
-  return defineTool({
+  return defineBuiltinTool({
     name: "ptc_task_list",
     title: "List subagent tasks",
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -249,7 +250,7 @@ export function ptcTaskOutputTool(host: TaskHost): Tool {
   });
   // output_starts_mid_line: host-only (no view shows it), so the model text can mark a cut line.
   type Out = z.input<typeof compact> & { task: SnakeRecord; output_starts_mid_line?: boolean };
-  return defineTool({
+  return defineBuiltinTool({
     name: "ptc_task_output",
     title: "Read a task's output",
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
@@ -300,7 +301,7 @@ export function ptcTaskStopTool(host: TaskHost): Tool {
     stop_reason: z.string().optional(),
   });
   type Out = z.input<typeof compact> & { task: SnakeRecord };
-  return defineTool({
+  return defineBuiltinTool({
     name: "ptc_task_stop",
     title: "Stop a task",
     // The task's unfinished work is lost; stopping a task that has ended changes nothing.
@@ -351,7 +352,7 @@ export function ptcTaskWaitTool(host: TaskHost): Tool {
   const full = compact.extend({ tasks: z.array(taskRecordSchema) });
   // waited_ms, ended_by: host-only (no view shows them), for the model text.
   type Out = { tasks: SnakeRecord[]; done: string[]; pending: string[]; timed_out: boolean; waited_ms: number; ended_by?: "timeout_ms" | "deadline" };
-  return defineTool({
+  return defineBuiltinTool({
     name: "ptc_task_wait",
     title: "Wait for tasks",
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },

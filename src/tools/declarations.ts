@@ -212,6 +212,18 @@ function group(tools: readonly Tool[]): Group {
  * `tool_search` for the rest when they are among `tools`.
  */
 export function renderDeclarations(tools: readonly Tool[], options: { budgetBytes?: number } = {}): string {
+  return declarationsOf(tools, options)();
+}
+
+/**
+ * renderDeclarations in two steps: the checks now (whatever renderDeclarations throws, this throws,
+ * here), the text at the first call of the function it returns, once. Rendering after the checks
+ * cannot throw: it reads only the tools' JSON Schemas, which a Tool always has (the runtime's own
+ * tools work theirs out on that read; test/tools/lazy-schemas.test.ts converts them all). For
+ * ptc_run_code's description, which reads every program tool's schemas and which nothing on a
+ * cold start reads. `tools` is copied: later changes to the caller's array change nothing.
+ */
+export function declarationsOf(tools: readonly Tool[], options: { budgetBytes?: number } = {}): () => string {
   if (!Array.isArray(tools)) throw new TypeError(`renderDeclarations: "tools" must be an array of tools, received ${describeValue(tools)}`);
   const budget = options?.budgetBytes ?? DEFAULT_DECLARATIONS_BUDGET;
   if (typeof budget !== "number" || !(Number.isInteger(budget) || budget === Infinity) || budget < 1) {
@@ -230,7 +242,13 @@ export function renderDeclarations(tools: readonly Tool[], options: { budgetByte
     const namespaceTool = tool.path.length > 1 ? seen.get(tool.path[0]!) : undefined;
     if (namespaceTool) throw new TypeError(`renderDeclarations: tool "${namespaceTool.id}" and namespace "${tool.namespace}" both become tools.${tool.path[0]}; rename one`);
   }
+  const checked = [...tools];
+  let text: string | undefined;
+  return () => (text ??= render(checked, budget));
+}
 
+/** The declarations of tools renderDeclarations checked (see there). */
+function render(tools: readonly Tool[], budget: number): string {
   const indentOf = (tool: Tool): string => (tool.path.length === 1 ? "  " : "    ");
   const rendered = new Map(tools.map((tool) => [tool, renderTool(tool, indentOf(tool))]));
   const brief = new Map(tools.map((tool) => [tool, briefTool(tool, indentOf(tool))]));

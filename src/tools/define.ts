@@ -51,9 +51,13 @@ export interface ToolInternals {
   toDetails?(record: unknown): unknown;
   /** A person must approve a call first: always ("required") or when this function says so for the input. */
   approval?: ApprovalPolicy;
-  /** Input schema without the `result_view` the runtime adds; declarations render it separately. */
-  inputJsonSchema: Record<string, unknown>;
-  descriptor: ToolDescriptor;
+  /**
+   * Input schema without the `result_view` the runtime adds; declarations render it separately.
+   * This and `descriptor` are getters, worked out once: in defineTool, or at the first read for
+   * the runtime's own tools (see SchemaTiming).
+   */
+  readonly inputJsonSchema: Record<string, unknown>;
+  readonly descriptor: ToolDescriptor;
 }
 
 const internals = new WeakMap<Tool, ToolInternals>();
@@ -214,11 +218,46 @@ function zodObject(where: string, field: string, value: unknown): ZObject {
   return value;
 }
 
-function plan(schema: ZObject, field: string, label: string): ViewPlan {
-  return { zod: schema, project: compileProjector(schema), label, ...schemaView(schema, `defineTool: "${field}"`) };
+/**
+ * When a tool's JSON Schemas, digests and descriptor are worked out. `"now"`, in defineTool, for
+ * every tool a host defines: a schema with no JSON form throws from defineTool (the contract), and
+ * so does anything else the conversion or the digests might refuse. `"on-first-read"` for the
+ * runtime's own tools (defineBuiltinTool): their schemas are constants of this package, which
+ * test/tools/lazy-schemas.test.ts converts, so there is nothing a later read could throw, and
+ * zod's conversion and the digests of a dozen tools stay off a cold start that never reads them.
+ */
+type SchemaTiming = "now" | "on-first-read";
+
+/** A view's plan; `view` is filled by the tool's `settle` (see defineWith). */
+interface PlannedView extends ViewPlan {
+  view: SchemaView | undefined;
+  /** How a conversion error names the view: `defineTool: "views.compact"`. */
+  readonly field: string;
 }
 
-function freezeTool(identity: Identity, hasOutput: boolean, hasResultViews: boolean): Tool {
+function plan(schema: ZObject, field: string, label: string, timing: SchemaTiming, settle: () => void): PlannedView {
+  const planned: PlannedView = {
+    zod: schema,
+    project: compileProjector(schema),
+    label,
+    view: undefined,
+    field: `defineTool: "${field}"`,
+    get schema() {
+      settle();
+      return planned.view!.schema;
+    },
+    get digest() {
+      settle();
+      return planned.view!.digest;
+    },
+  };
+  // Where defineTool has always converted a view: a bad output schema is reported before a broken
+  // views promise, and the compact view before the full one.
+  if (timing === "now") planned.view = schemaView(schema, planned.field);
+  return planned;
+}
+
+function freezeTool(identity: Identity, hasOutput: boolean, hasResultViews: boolean, descriptionTail?: () => string): Tool {
   const tool: Tool = {
     name: identity.name,
     ...(identity.namespace === undefined ? {} : { namespace: identity.namespace }),
@@ -230,6 +269,12 @@ function freezeTool(identity: Identity, hasOutput: boolean, hasResultViews: bool
     hasOutput,
     hasResultViews,
   };
+  if (descriptionTail) {
+    // Redefined in place, so the key keeps its position (Object.keys, JSON) and the object is as
+    // frozen as any tool; the text is built once, at its first read.
+    let description: string | undefined;
+    Object.defineProperty(tool, "description", { get: () => (description ??= identity.description + descriptionTail()), enumerable: true });
+  }
   return Object.freeze(tool);
 }
 
@@ -237,6 +282,34 @@ export function defineTool<I extends ZObject, C extends ZObject, F extends ZObje
 export function defineTool<I extends ZObject, O extends ZObject>(def: OutputToolDefinition<I, O>): Tool;
 export function defineTool<I extends ZObject>(def: TextToolDefinition<I>): Tool;
 export function defineTool(def: unknown): Tool {
+  return defineWith(def, "now");
+}
+
+/** What only the runtime's own tools may ask of defineBuiltinTool. */
+export interface BuiltinToolOptions {
+  /**
+   * Appended to `description` at its first read, once: ptc_run_code's declarations of every
+   * program tool, which nothing on a cold start reads and which read every tool's schemas.
+   * Whatever it renders must not be able to throw (check it up front, as declarationsOf does).
+   */
+  descriptionTail?: () => string;
+}
+
+/**
+ * defineTool for the runtime's own tools (ptc_*, tool_info, tool_search, ptc_run_code): checked
+ * the same way, but JSON Schemas, digests and the descriptor are worked out at their first read.
+ * Only for definitions whose schemas are constants of this package (see SchemaTiming): a host's
+ * schema must keep failing in defineTool.
+ * @internal not exported from the package.
+ */
+export function defineBuiltinTool<I extends ZObject, C extends ZObject, F extends ZObject>(def: ViewsToolDefinition<I, C, F>, options?: BuiltinToolOptions): Tool;
+export function defineBuiltinTool<I extends ZObject, O extends ZObject>(def: OutputToolDefinition<I, O>, options?: BuiltinToolOptions): Tool;
+export function defineBuiltinTool<I extends ZObject>(def: TextToolDefinition<I>, options?: BuiltinToolOptions): Tool;
+export function defineBuiltinTool(def: unknown, options: BuiltinToolOptions = {}): Tool {
+  return defineWith(def, "on-first-read", options.descriptionTail);
+}
+
+function defineWith(def: unknown, timing: SchemaTiming, descriptionTail?: () => string): Tool {
   const where = "defineTool";
   if (!isPlainObject(def)) fail(where, `the definition must be an object, received ${describeValue(def)}`);
   checkUnknownKeys(where, def, DEFINITION_KEYS);
@@ -250,11 +323,38 @@ export function defineTool(def: unknown): Tool {
   }
   const approval = checkApproval(where, def);
   const ownsResultView = Object.hasOwn(input._zod.def.shape, "result_view");
-  let output: ViewPlan | undefined;
-  let views: Record<ResultView, ViewPlan> | undefined;
+  let output: PlannedView | undefined;
+  let views: Record<ResultView, PlannedView> | undefined;
   let subsetChecks: ResidualCheck[] | undefined;
+  // The tool's JSON Schemas, digests and descriptor, worked out once, in the order defineTool has
+  // always used; it is called below (timing "now") or by the first getter read (otherwise). What
+  // failed to convert is not cached, so a later read throws the same error again.
+  let settled: { inputJsonSchema: Record<string, unknown>; descriptor: ToolDescriptor } | undefined;
+  const settle = (): { inputJsonSchema: Record<string, unknown>; descriptor: ToolDescriptor } => {
+    if (settled) return settled;
+    for (const p of [output, views?.compact, views?.full]) if (p && !p.view) p.view = schemaView(p.zod, p.field);
+    const inputJsonSchema = jsonSchemaOf(input, "input", `${where}: "input"`);
+    const descriptor: ToolDescriptor = {
+      id: tool.id,
+      description: tool.description,
+      input_schema: views ? withResultView(inputJsonSchema) : inputJsonSchema,
+    };
+    const compact = views?.compact ?? output;
+    if (compact) {
+      descriptor.output_schema = compact.view!.schema;
+      descriptor.output_schema_digest = compact.view!.digest;
+    }
+    if (views) {
+      descriptor.output_views = {
+        compact: { schema: views.compact.view!.schema, digest: views.compact.view!.digest },
+        full: { schema: views.full.view!.schema, digest: views.full.view!.digest },
+      };
+    }
+    settled = { inputJsonSchema, descriptor: deepFreeze(descriptor) };
+    return settled;
+  };
   if (def.output !== undefined) {
-    output = plan(zodObject(where, "output", def.output), "output", "output");
+    output = plan(zodObject(where, "output", def.output), "output", "output", timing, settle);
   } else if (def.views !== undefined) {
     if (!isPlainObject(def.views)) fail(where, `"views" must be an object { compact, full } of zod object schemas, received ${describeValue(def.views)}`);
     for (const key of Object.keys(def.views)) {
@@ -262,8 +362,8 @@ export function defineTool(def: unknown): Tool {
     }
     if (ownsResultView) fail(where, `"input" must not declare "result_view": a tool with views gets that selector from the runtime`);
     views = {
-      compact: plan(zodObject(where, "views.compact", def.views.compact), "views.compact", "compact view"),
-      full: plan(zodObject(where, "views.full", def.views.full), "views.full", "full view"),
+      compact: plan(zodObject(where, "views.compact", def.views.compact), "views.compact", "compact view", timing, settle),
+      full: plan(zodObject(where, "views.full", def.views.full), "views.full", "full view", timing, settle),
     };
     // The result-view promise (docs/tool-contract.md): every compact field is in the full result at the same path with the same value.
     const checked = checkViewSchemas(views.compact.zod, views.full.zod);
@@ -271,24 +371,9 @@ export function defineTool(def: unknown): Tool {
     subsetChecks = checked.residuals;
   }
 
-  const inputJsonSchema = jsonSchemaOf(input, "input", `${where}: "input"`);
-  const tool = freezeTool(identity, output !== undefined || views !== undefined, views !== undefined);
-  const descriptor: ToolDescriptor = {
-    id: tool.id,
-    description: identity.description,
-    input_schema: views ? withResultView(inputJsonSchema) : inputJsonSchema,
-  };
-  const compact = views?.compact ?? output;
-  if (compact) {
-    descriptor.output_schema = compact.schema;
-    descriptor.output_schema_digest = compact.digest;
-  }
-  if (views) {
-    descriptor.output_views = {
-      compact: { schema: views.compact.schema, digest: views.compact.digest },
-      full: { schema: views.full.schema, digest: views.full.digest },
-    };
-  }
+  const tool = freezeTool(identity, output !== undefined || views !== undefined, views !== undefined, descriptionTail);
+  // The input schema converts here, after the views, as it always has (so does the descriptor).
+  if (timing === "now") settle();
   const d = def as Record<string, (...args: unknown[]) => unknown>;
   const recordSchema = views?.full.zod ?? output?.zod;
   internals.set(tool, {
@@ -302,8 +387,12 @@ export function defineTool(def: unknown): Tool {
     ...(d.toModelOutput ? { toModelOutput: d.toModelOutput } : {}),
     ...(d.toDetails ? { toDetails: d.toDetails } : {}),
     ...approval,
-    inputJsonSchema,
-    descriptor: deepFreeze(descriptor),
+    get inputJsonSchema() {
+      return settle().inputJsonSchema;
+    },
+    get descriptor() {
+      return settle().descriptor;
+    },
   });
   return tool;
 }

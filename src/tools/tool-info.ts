@@ -1,6 +1,6 @@
 // The `tool_info` tool: one tool's descriptor, by id, for programs and models.
 import { z } from "zod";
-import { defineTool, isTool, type Tool } from "./define.js";
+import { defineBuiltinTool, isTool, type Tool } from "./define.js";
 import { describeTool } from "./describe.js";
 import { describeValue, ToolError } from "./errors.js";
 import { closestNames } from "./identifiers.js";
@@ -30,7 +30,7 @@ export function findTool(tools: readonly Tool[], toolId: string): Tool | undefin
  */
 export function toolInfoTool(list: (ctx: ToolContext) => readonly Tool[]): Tool {
   if (typeof list !== "function") throw new TypeError(`toolInfoTool: "list" must be a function returning the tools, received ${describeValue(list)}`);
-  return defineTool({
+  return defineBuiltinTool({
     name: "tool_info",
     title: "Describe a tool",
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },

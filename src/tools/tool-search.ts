@@ -6,7 +6,7 @@ import type MiniSearch from "minisearch";
 import { z } from "zod";
 import { summaryLine } from "../text.js";
 import { renderDeclarations } from "./declarations.js";
-import { defineTool, isTool, toolInternals, type Tool } from "./define.js";
+import { defineBuiltinTool, isTool, toolInternals, type Tool } from "./define.js";
 import { describeValue, ToolError } from "./errors.js";
 import { isPlainObject } from "./json.js";
 import type { ToolContext } from "./types.js";
@@ -114,7 +114,7 @@ export function toolSearchTool(list: (ctx: ToolContext) => readonly Tool[], opti
     count: z.number().int().describe("How many tools match in all (matches holds the best `limit`)"),
     declarations: z.string().optional().describe("With declarations: true, the TypeScript declarations of the matches"),
   });
-  return defineTool({
+  return defineBuiltinTool({
     name: TOOL_SEARCH_TOOL,
     title: "Search the tools",
     annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },

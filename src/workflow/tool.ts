@@ -3,7 +3,8 @@
 import { z } from "zod";
 import { detailRecord, statusSchema, taskRecordSchema, toSnake, usageLine, usageSchema } from "../ptc/records.js";
 import { TaskError, type FunctionAgent, type TaskHost, type TaskRecord } from "../tasks/index.js";
-import { defineTool, pinnedText, ToolError, type PinnedText, type Tool, type ToolContext, type ToolHooks } from "../tools/index.js";
+import { pinnedText, ToolError, type PinnedText, type Tool, type ToolContext, type ToolHooks } from "../tools/index.js";
+import { defineBuiltinTool } from "../tools/define.js";
 import { takeHead } from "../text.js";
 import type { WorkflowProblem } from "./definition.js";
 import { formatProblems } from "./report.js";
@@ -72,7 +73,7 @@ validate_only: true returns { valid, errors, warnings } and runs nothing. Otherw
 
 export function ptcWorkflowTool(options: WorkflowToolOptions): Tool {
   const { host } = options;
-  return defineTool({
+  return defineBuiltinTool({
     name: WORKFLOW_TOOL,
     title: "Run a workflow",
     // Its agent nodes are subagents; validate_only: true runs nothing.
