@@ -2,7 +2,6 @@
 // it from wherever it likes (often `/` or the home directory), so the workspace is bound on the
 // configuration's folder (or its `workspace.root`), never on the working directory by accident.
 import { dirname } from "node:path";
-import { serveMcpStdio } from "../mcp/server.js";
 import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { CONFIG_FILE, loadConfig } from "./config.js";
 import { EXIT_OK, write, type Io } from "./io.js";
@@ -61,6 +60,8 @@ export async function mcpCommand(argv: readonly string[], io: Io): Promise<numbe
   }
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
+    // The MCP SDK loads here, for this command only: every other command's start skips it.
+    const { serveMcpStdio } = await import("../mcp/server.js");
     await serveMcpStdio(runtime.cm, {
       stdin: io.stdin,
       stdout: io.stdout,

@@ -4,7 +4,7 @@ import { homedir } from "node:os";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createCodemode, type Codemode, type CodemodeOptions } from "../codemode/codemode.js";
-import { connectUpstreams, type Upstreams } from "../mcp/upstream.js";
+import type { McpServerConfig, Upstreams } from "../mcp/upstream.js";
 import type { Tool } from "../tools/index.js";
 import type { WorkerInfo } from "../tasks/index.js";
 import { ensurePrivateDir } from "../safe-fs.js";
@@ -35,9 +35,25 @@ export interface RuntimeOptions {
   declarations?: CodemodeOptions["declarations"];
 }
 
+/**
+ * The configured upstream MCP servers, connected. Without any, the MCP SDK's client is not
+ * loaded at all: it was ~100-150 ms of every CLI command's start (`codemode run` included), and
+ * connecting no server gives the same as this.
+ */
+async function upstreamsOf(servers: Record<string, McpServerConfig>): Promise<Upstreams> {
+  if (Object.keys(servers).length === 0) return noUpstreams();
+  const { connectUpstreams } = await import("../mcp/upstream.js");
+  return connectUpstreams(servers);
+}
+
+/** What connectUpstreams gives for no servers (test/cli pins the two equal). */
+export function noUpstreams(): Upstreams {
+  return { tools: [], readOnlyTools: [], servers: [], warnings: [], unavailable: {}, close: async () => undefined };
+}
+
 export async function openRuntime(config: CodemodeConfig, cwd: string, options: RuntimeOptions = {}): Promise<Runtime> {
   const dataDir = options.persist === false ? undefined : dataDirOf(config.dataDir);
-  const upstreams = await connectUpstreams(options.upstream === false ? {} : config.mcpServers);
+  const upstreams = await upstreamsOf(options.upstream === false ? {} : config.mcpServers);
   const tools: Tool[] = [];
   let cm: Codemode;
   try {
