@@ -354,6 +354,11 @@ function run(encode: (w: BjsonWriter, value: unknown) => boolean, value: unknown
   try {
     if (!encode(w, value)) return undefined;
     return w.finish();
+  } catch {
+    // Reading the value ran host code that threw (a getter, a Proxy trap): not plain JSON, so the
+    // JSON path decides, with its own error. Let through, the exception failed a plain tool's call
+    // as "tool_failed" with the getter's message, where the JSON path says "tool_output_invalid".
+    return undefined;
   } finally {
     // A huge result must not keep its buffer alive between calls.
     if (w.buffer.length > 4 * 1024 * 1024) w.buffer = Buffer.allocUnsafe(64 * 1024);
