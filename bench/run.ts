@@ -58,6 +58,12 @@ async function sample(times: number, fn: () => Promise<unknown> | unknown, befor
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** Runs `text("hi")` back to back for `ms`. */
+async function settle(run: (code: string) => Promise<unknown>, ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  while (performance.now() < until) await run(`text("hi")`);
+}
+
 // ---- the three engines, running the same programs -----------------------------------------------
 
 type Run = (code: string) => Promise<unknown>;
@@ -277,8 +283,21 @@ async function targets(): Promise<Target[]> {
   const each = async (measure: (run: Run) => Promise<number>) => ({ ours: await measure(engines.ours), raw: await measure(engines.raw), vm: await measure(engines.vm) });
   const rows: Target[] = [];
   try {
+    // "Warm" is after the pool has finished starting. For ~0.5 s after createCodemode the second
+    // warm worker boots and each worker runs its snapshot self-test, and runs meanwhile take turns
+    // with that work and start on the ordinary path (a fresh runtime each): 4-5x what they cost
+    // after it. Measured as it was, the first row was mostly that transient; it is measured first
+    // and shown in the row's note, and the start-up itself is the cold-start row's.
+    const startingUp = await sample(scale(300), () => engines.ours(`text("hi")`));
+    await settle(engines.ours, quick ? 300 : 1000);
     if (!callsOnly) {
-      rows.push({ name: 'warm text("hi"), back to back', unit: "ms", target: "≤ 0.6×", ...(await each((run) => sample(scale(300), () => run(`text("hi")`)))) });
+      rows.push({
+        name: 'warm text("hi"), back to back',
+        unit: "ms",
+        target: "≤ 0.6×",
+        note: `the first ${scale(300)} runs after createCodemode, while the pool finishes starting: ${startingUp.toFixed(2)} ms`,
+        ...(await each((run) => sample(scale(300), () => run(`text("hi")`)))),
+      });
       rows.push({
         name: 'warm text("hi") after 50 ms idle',
         unit: "ms",
