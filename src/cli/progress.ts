@@ -10,32 +10,13 @@
 // and past the terminal's height the oldest tasks are summed up in one line. What is drawn comes
 // from progressLine, which passes every field through forTerminal: a label cannot carry an
 // escape sequence to the terminal, and the only ones written are log-update's and our colours.
-import type { Writable } from "node:stream";
 import { createLogUpdate } from "log-update";
 import type { TaskHost, TaskRecord } from "../tasks/index.js";
 import { forTerminal } from "./io.js";
 import { progressLine, truncateColumns } from "./task-view.js";
+import { frameColumns, frameRows, type ProgressMode, type TerminalStream } from "./progress-mode.js";
 
-export type ProgressMode = "tty" | "lines" | "off";
-
-export function progressMode(stderr: { isTTY?: boolean }, env: NodeJS.ProcessEnv): ProgressMode {
-  const setting = env.CODEMODE_PROGRESS;
-  if (setting === "0") return "off";
-  if (setting === "1") return stderr.isTTY ? "tty" : "lines";
-  return stderr.isTTY ? "tty" : "off";
-}
-
-export type TerminalStream = Writable & { columns?: number; rows?: number; isTTY?: boolean };
-
-/** Rows of a terminal a frame may use: all but the line the cursor waits on. */
-export function frameRows(stream: TerminalStream): number {
-  return Math.max(2, (stream.rows || 24) - 1);
-}
-
-/** Columns a line may take: all but the last (a line that fills it wraps on some terminals). */
-export function frameColumns(stream: TerminalStream): number {
-  return Math.max(20, (stream.columns || 80) - 1);
-}
+export { frameColumns, frameRows, progressMode, type ProgressMode, type TerminalStream } from "./progress-mode.js";
 
 /** Lines cut to the terminal's width. */
 export function fitWidth(lines: readonly string[], columns: number): string[] {

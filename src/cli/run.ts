@@ -10,7 +10,7 @@ import { SESSION_NAME } from "../codemode/sessions.js";
 import { openRuntime } from "./runtime.js";
 import { canAsk, cliResumeHint, terminalAsker } from "./approvals.js";
 import { reportRun } from "./report-run.js";
-import { ProgressView, progressMode } from "./progress.js";
+import { openProgress, progressMode } from "./progress-mode.js";
 
 const RUN_FLAGS = {
   json: { type: "boolean", short: "j", description: "print all three channels as JSON: content, structuredContent, details" },
@@ -73,7 +73,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
   const runtime = await openRuntime(config, io.cwd);
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
-    const progress = new ProgressView(runtime.cm.tasks, io.stderr, progressMode(io.stderr, io.env), { color: useColor(io.stderr, io.env) });
+    const progress = await openProgress(runtime.cm.tasks, io.stderr, progressMode(io.stderr, io.env), { color: useColor(io.stderr, io.env) });
     progress.start();
     // Ctrl-C aborts the program (pending tool calls are cancelled, its subagents stopped when the
     // runtime closes) and still prints what it had; a second Ctrl-C exits at once.

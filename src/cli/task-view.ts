@@ -7,9 +7,10 @@ import Table from "cli-table3";
 import cliTruncate from "cli-truncate";
 import stringWidth from "string-width";
 import pc from "picocolors";
-import type { TaskRecord, TaskStatus, Usage } from "../tasks/index.js";
+import type { TaskRecord, TaskStatus } from "../tasks/index.js";
 import { formatBytes, formatDuration } from "../text.js";
 import { forTerminal as shown } from "./io.js";
+import { formatUsage, hasTokens } from "./usage-text.js";
 
 export type Colors = ReturnType<typeof pc.createColors>;
 
@@ -34,20 +35,7 @@ export function paint(c: Colors, status: TaskStatus): string {
   }
 }
 
-/** Whether a record's usage has anything besides turns: agents that count no tokens (scripts, commands) show none. */
-export function hasTokens(usage: Usage | undefined): boolean {
-  return usage !== undefined && (usage.input > 0 || usage.output > 0 || usage.cost > 0);
-}
-
-/** `in 1200 · out 340 · $0.0084 · 3 turns` (tokens and cost only where some were counted), or "—" where the host recorded no usage (yet). */
-export function formatUsage(usage: Usage | undefined): string {
-  if (!usage) return "—";
-  const parts: string[] = [];
-  if (usage.input > 0 || usage.output > 0) parts.push(`in ${usage.input} · out ${usage.output}`);
-  if (usage.cost > 0) parts.push(`$${usage.cost.toFixed(4)}`);
-  parts.push(`${usage.turns} turn${usage.turns === 1 ? "" : "s"}`);
-  return shown(parts.join(" · "));
-}
+export { formatUsage, hasTokens } from "./usage-text.js";
 
 function elapsed(record: TaskRecord, now: number): string {
   if (record.startedAt === undefined) return "—";

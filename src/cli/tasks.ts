@@ -7,10 +7,8 @@ import { TASK_STATUSES, type TaskRecord } from "../tasks/index.js";
 import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, parseDuration, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { loadConfig } from "./config.js";
 import { EXIT_FAILED, EXIT_OK, useColor, write, writeOutput, writeStyled, type Io } from "./io.js";
-import { fitWidth, frameColumns, frameRows, type TerminalStream } from "./progress.js";
-import { createLogUpdate } from "log-update";
+import { frameColumns, frameRows, type TerminalStream } from "./progress-mode.js";
 import { openRuntime, type Runtime } from "./runtime.js";
-import { renderTaskHeader, renderTaskTable } from "./task-view.js";
 
 const TASKS_FLAGS = {
   status: { type: "string", value: "<s,…>", list: true, description: `only these statuses: ${TASK_STATUSES.join(", ")}` },
@@ -98,6 +96,8 @@ export async function tasksCommand(argv: readonly string[], io: Io): Promise<num
       return result.details as ListDetails;
     };
     const color = useColor(io.stdout, io.env);
+    // The table's libraries load with the command that draws it, not with every CLI start.
+    const { renderTaskTable } = await import("./task-view.js");
     const render = (list: ListDetails, rows = Infinity): string => {
       if (list.tasks.length === 0) return status ? `No ${status.join(" or ")} tasks.\n` : "No tasks yet. Programs start them with tools.ptc_subagent({ agent, task, background: true }).\n";
       const more = list.count > list.tasks.length ? `\n(${list.count} tasks match; showing the last ${list.tasks.length}: --limit shows more)` : "";
@@ -123,6 +123,7 @@ export async function tasksCommand(argv: readonly string[], io: Io): Promise<num
     // whenever something changed.
     if (io.stdout.isTTY) {
       const stream = io.stdout as TerminalStream;
+      const [{ createLogUpdate }, { fitWidth }] = await Promise.all([import("log-update"), import("./progress.js")]);
       const draw = createLogUpdate(stream, { showCursor: true });
       try {
         for (;;) {
@@ -209,6 +210,7 @@ export async function taskCommand(argv: readonly string[], io: Io): Promise<numb
     if (io.stdout.isTTY && page.out.output_bytes > 0 && last !== "\n") await writeOutput(io.stdout, "\n");
     const color = useColor(io.stderr, io.env);
     const none = page.out.output_bytes > 0 ? "" : "(no output)\n";
+    const { renderTaskHeader } = await import("./task-view.js");
     await writeStyled(io.stderr, `${none}${renderTaskHeader(page.record, { color })}\n`);
     return ["failed", "canceled", "lost"].includes(page.out.status) ? EXIT_FAILED : EXIT_OK;
   });

@@ -9,9 +9,9 @@ import { formatProblems, MAX_WORKFLOW_BYTES, parseWorkflow, validateWorkflow, ty
 import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { loadConfig } from "./config.js";
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, line, useColor, write, type Io } from "./io.js";
-import { ProgressView, progressMode } from "./progress.js";
+import { openProgress, progressMode } from "./progress-mode.js";
 import { openRuntime, type Runtime } from "./runtime.js";
-import { formatUsage } from "./task-view.js";
+import { formatUsage } from "./usage-text.js";
 
 const WORKFLOW_FLAGS = {
   input: { type: "string", value: "<name>=<value>", repeat: true, description: "a value for an input (repeat for each); a string, or a number or boolean when the input's default is one" },
@@ -149,7 +149,7 @@ async function runAndFollow(runtime: Runtime, io: Io, text: string, inputs: Reco
   }
   const id = handle.task_id;
   const mode = progressMode(io.stderr, io.env);
-  const progress = new ProgressView(host, io.stderr, mode, { color: useColor(io.stderr, io.env) });
+  const progress = await openProgress(host, io.stderr, mode, { color: useColor(io.stderr, io.env) });
   // A progress view redraws its lines in place: node lines written to the same terminal between
   // two redraws would be erased, so there they are printed once the view has stopped.
   const deferLines = mode === "tty" && io.stdout.isTTY === true;
