@@ -2,7 +2,6 @@
 // from progress.ts, so a run that shows none (stderr is not a terminal) decides so without
 // loading the view and the terminal libraries it draws with.
 import type { Writable } from "node:stream";
-import type { TaskHost } from "../tasks/index.js";
 
 export type ProgressMode = "tty" | "lines" | "off";
 
@@ -23,20 +22,4 @@ export function frameRows(stream: TerminalStream): number {
 /** Columns a line may take: all but the last (a line that fills it wraps on some terminals). */
 export function frameColumns(stream: TerminalStream): number {
   return Math.max(20, (stream.columns || 80) - 1);
-}
-
-/** What a command starts before its run and stops after it. */
-export interface Progress {
-  start(): void;
-  stop(): void;
-}
-
-/** A view that shows nothing, as ProgressView does in mode "off". */
-const NO_PROGRESS: Progress = { start() {}, stop() {} };
-
-/** The progress view for `mode`: ProgressView (progress.ts, loaded now) unless it would show nothing. */
-export async function openProgress(host: TaskHost, stream: TerminalStream, mode: ProgressMode, options: { color: boolean; intervalMs?: number }): Promise<Progress> {
-  if (mode === "off") return NO_PROGRESS;
-  const { ProgressView } = await import("./progress.js");
-  return new ProgressView(host, stream, mode, options);
 }

@@ -10,7 +10,8 @@ import { SESSION_NAME } from "../codemode/sessions.js";
 import { openRuntime } from "./runtime.js";
 import { canAsk, cliResumeHint, terminalAsker } from "./approvals.js";
 import { reportRun } from "./report-run.js";
-import { openProgress, progressMode } from "./progress-mode.js";
+import { openProgress } from "./open-progress.js";
+import { progressMode } from "./progress-mode.js";
 
 const RUN_FLAGS = {
   json: { type: "boolean", short: "j", description: "print all three channels as JSON: content, structuredContent, details" },

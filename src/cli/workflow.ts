@@ -9,7 +9,8 @@ import { formatProblems, MAX_WORKFLOW_BYTES, parseWorkflow, validateWorkflow, ty
 import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { loadConfig } from "./config.js";
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, line, useColor, write, type Io } from "./io.js";
-import { openProgress, progressMode } from "./progress-mode.js";
+import { openProgress } from "./open-progress.js";
+import { progressMode } from "./progress-mode.js";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { formatUsage } from "./usage-text.js";
 
