@@ -16,8 +16,6 @@ import { forTerminal } from "./io.js";
 import { progressLine, truncateColumns } from "./task-view.js";
 import { frameColumns, frameRows, type ProgressMode, type TerminalStream } from "./progress-mode.js";
 
-export { frameColumns, frameRows, progressMode, type ProgressMode, type TerminalStream } from "./progress-mode.js";
-
 /** Lines cut to the terminal's width. */
 export function fitWidth(lines: readonly string[], columns: number): string[] {
   return lines.map((line) => truncateColumns(line, columns));

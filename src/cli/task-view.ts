@@ -35,8 +35,6 @@ export function paint(c: Colors, status: TaskStatus): string {
   }
 }
 
-export { formatUsage, hasTokens } from "./usage-text.js";
-
 function elapsed(record: TaskRecord, now: number): string {
   if (record.startedAt === undefined) return "—";
   return formatDuration((record.endedAt ?? now) - record.startedAt);

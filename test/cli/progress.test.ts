@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import stringWidth from "string-width";
 import { stripVTControlCharacters as stripAnsi } from "node:util";
 import { useColor } from "../../src/cli/io.js";
-import { ProgressView, progressMode } from "../../src/cli/progress.js";
+import { ProgressView } from "../../src/cli/progress.js";
+import { progressMode } from "../../src/cli/progress-mode.js";
 import { createCodemode, type Codemode } from "../../src/index.js";
 
 class Capture extends Writable {
