@@ -312,6 +312,8 @@ export class Codemode {
     if (typeof code !== "string") throw new TypeError(`code must be a string of JavaScript, got ${describe(code)}`);
     const limits = mergeLimits(this.limits, options.limits ?? {}, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
     const session = options.session ?? DEFAULT_SESSION;
+    // Its worker wakes while this layer sets the run up.
+    this.engine.nudge(session);
     const sessionStore = options.ephemeralSession ? new Map<string, string>() : this.sessions.get(session);
     const tools = this.toolSet.allowed(options.allowTools);
     let stored = false;

@@ -234,6 +234,7 @@ export class SandboxEngine {
     if (this.closed) throw new Error("the sandbox engine is closed");
     let resolve!: (done: DoneMessage) => void;
     const done = new Promise<DoneMessage>((r) => (resolve = r));
+    this.nudge(request.session);
     const waiting: Waiting = { request, callbacks, resolve, queuedAt: performance.now() };
     if (signal?.aborted) resolve(stoppedBeforeStart(request.runId, "aborted", "the run was aborted before it started"));
     else {
@@ -276,6 +277,17 @@ export class SandboxEngine {
         this.armHardStop(slot, active, HARD_STOP_GRACE_MS);
       },
     };
+  }
+
+  /**
+   * A run of `session` is about to be made: the worker it would go to now is told, so that after
+   * an idle pause its wake-up overlaps the caller's own set-up of the run (see HostBridge.nudge).
+   * Nothing if no worker is free.
+   */
+  nudge(session: string): void {
+    if (this.closed || this.queue.length > 0) return;
+    const slot = this.pickSlot(session, 0, performance.now());
+    if (slot && slot !== "own-busy" && !slot.exited) slot.bridge.nudge();
   }
 
   async close(): Promise<void> {
@@ -499,7 +511,7 @@ export class SandboxEngine {
     let recheckAt = Infinity;
     for (let index = 0; index < this.queue.length; ) {
       const next = this.queue[index]!;
-      const slot = this.pickSlot(next, now);
+      const slot = this.pickSlot(next.request.session, next.queuedAt, now);
       if (slot === "own-busy") {
         // Left in the queue for its own worker; later runs may take the free one meanwhile.
         if (!next.heldBack) this.counts.affinityWaits++;
@@ -534,8 +546,7 @@ export class SandboxEngine {
   }
 
   /** A free worker for the run (its session's own first), "own-busy" while it should wait for its own, or none. */
-  private pickSlot(waiting: Waiting, now: number): Slot | "own-busy" | undefined {
-    const session = waiting.request.session;
+  private pickSlot(session: string, queuedAt: number, now: number): Slot | "own-busy" | undefined {
     let free: Slot | undefined;
     let ownBusy = false;
     for (const slot of this.slots) {
@@ -548,7 +559,7 @@ export class SandboxEngine {
       if (slot.sessions.has(session)) return slot;
       free ??= slot;
     }
-    if (free && ownBusy && now - waiting.queuedAt < AFFINITY_WAIT_MS) return "own-busy";
+    if (free && ownBusy && now - queuedAt < AFFINITY_WAIT_MS) return "own-busy";
     return free;
   }
 

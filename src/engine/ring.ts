@@ -23,7 +23,8 @@
 //   receiveMessageOnPort costs microseconds), 11 the worker's waits and 12 how many of them
 //   went to sleep in Atomics.wait, 13 the times the worker rang the host (counts for stats()),
 //   14 worker between runs and sure to read the ring before its event loop waits: watching it
-//   (idleWait) or finishing a run's after-work (willLook/look) (0/1), 15 spare.
+//   (idleWait) or finishing a run's after-work (willLook/look) (0/1), 15 a run is on its way to a
+//   watching worker (nudge): 1 the host asked it to wake, 2 it is awake and spinning for it.
 // A frame: length word (bit 31: text), sequence word, the payload, padding to 4 bytes. A frame
 // never wraps: a length word of -1 means "continue at the start".
 import { MessageChannel, receiveMessageOnPort, type MessagePort } from "node:worker_threads";
@@ -45,6 +46,7 @@ const W = {
   workerSleeps: 12,
   hostRings: 13,
   workerIdle: 14,
+  nudge: 15,
 } as const;
 const WRAP = -1;
 const TEXT_FLAG = 0x80000000;
@@ -122,6 +124,19 @@ const RUN_POLL_MS = 2;
  * core, and polling caught the answer a waitAsync turn sooner.
  */
 const WARM_GAP_MS = 1;
+/**
+ * How long a worker woken by a nudge (HostBridge.nudge) spins for the run it announces. The host
+ * nudges as a run begins and offers it once its own part of the set-up is done (~100-250 µs after
+ * an idle pause, when every cache is cold); the worker's wake-up takes about as long, so the two
+ * overlap instead of following one another. Bounded: a run that never comes costs this once.
+ */
+const NUDGE_SPIN_MS = 1;
+
+/** A count of spinning threads shared by a pool's workers: a spin goes ahead only when acquire() says so. */
+export interface SpinGate {
+  acquire(): boolean;
+  release(): void;
+}
 
 /** A wait longer than this many maximum spins was a slow answer (a slow tool): spinning for it was useless. */
 const SLOW_ANSWER_SPINS = 4;
@@ -144,6 +159,8 @@ export interface BridgeInit {
   toWorker: MessagePort;
   /** Overflow: worker → host. */
   toHost: MessagePort;
+  /** How long a nudged worker spins for its run (default NUDGE_SPIN_MS). */
+  nudgeSpinMs?: number;
 }
 
 interface Overflow {
@@ -323,6 +340,8 @@ export interface HostBridgeOptions {
   ringBytes?: number;
   /** How long the host keeps polling after a message, while a run is active, before it sleeps (default 1 ms). */
   pollMs?: number;
+  /** How long a worker nudged between runs spins for the run before it sleeps again (default NUDGE_SPIN_MS). */
+  nudgeSpinMs?: number;
 }
 
 export interface BridgeStats {
@@ -364,6 +383,8 @@ export class HostBridge {
    * call's, so neither catching nor missing it adapts the call window.
    */
   private expecting = false;
+  /** The last run offered found its worker awake, spinning for it after a nudge. */
+  private offeredAwake = false;
   /** When the last run ended (performance.now()): see WARM_GAP_MS. */
   private restedAt = -Infinity;
   private scheduled = false;
@@ -385,7 +406,7 @@ export class HostBridge {
     toWorker.port1.unref();
     toHost.port1.unref();
     this.hostPorts = [toWorker.port1, toHost.port1];
-    this.init = { buffer, ringBytes, toWorker: toWorker.port2, toHost: toHost.port2 };
+    this.init = { buffer, ringBytes, toWorker: toWorker.port2, toHost: toHost.port2, ...(options.nudgeSpinMs === undefined ? {} : { nudgeSpinMs: options.nudgeSpinMs }) };
     this.transfer = [toWorker.port2, toHost.port2];
     this.words = new Int32Array(buffer, 0, HEADER_WORDS);
     const layout = lanes({ ...this.init, toWorker: toWorker.port1, toHost: toHost.port1 });
@@ -424,7 +445,21 @@ export class HostBridge {
     const sinceRest = performance.now() - this.restedAt;
     this.resting = false;
     this.expecting = true;
-    this.pollFor(sinceRest <= WARM_GAP_MS ? RUN_POLL_MS : 0);
+    // A worker that was awake for the run (nudged, spinning) is on a core of its own: polling
+    // there keeps nobody off the CPU, as back to back.
+    const awake = this.offeredAwake;
+    this.offeredAwake = false;
+    this.pollFor(sinceRest <= WARM_GAP_MS || awake ? RUN_POLL_MS : 0);
+  }
+
+  /**
+   * A run is on its way: wake a worker watching the ring now, so its wake-up overlaps the host's
+   * part of the run's set-up; it spins for the run (NUDGE_SPIN_MS) instead of sleeping again.
+   * Nothing for a worker that is busy, or already nudged.
+   */
+  nudge(): void {
+    if (Atomics.load(this.words, W.workerIdle) !== 1 || Atomics.compareExchange(this.words, W.nudge, 0, 1) !== 0) return;
+    this.wakeWorker(true);
   }
 
   /** No run is active any more: stop polling once what has arrived is delivered. */
@@ -460,6 +495,11 @@ export class HostBridge {
    */
   offer(message: BridgeMessage): boolean {
     this.out.send(message);
+    // A nudged worker spinning for it sees the frame itself; an unanswered nudge is withdrawn (the
+    // wake below, or the port message, reaches that worker).
+    this.offeredAwake = Atomics.exchange(this.words, W.nudge, 0) === 2;
+    // It reads the ring once more before it stops spinning (it clears the word first).
+    if (this.offeredAwake) return true;
     // Read after writing, as the worker reads the ring after clearing the flag: one of the two sees the other.
     if (Atomics.load(this.words, W.workerIdle) !== 1) return false;
     this.wakeWorker(true);
@@ -475,6 +515,11 @@ export class HostBridge {
   /** The host stopped polling and sleeps on its doorbell. */
   get asleep(): boolean {
     return this.sleeping;
+  }
+
+  /** Where the last nudge is: none (answered by an offer, or over), asked (the worker not awake yet), or spinning (awake, waiting for its run). */
+  get nudgeState(): "none" | "asked" | "spinning" {
+    return (["none", "asked", "spinning"] as const)[Atomics.load(this.words, W.nudge)] ?? "none";
   }
 
   /** The worker is between runs and will read the ring before its event loop waits (watching it, or finishing a run's after-work). */
@@ -612,9 +657,11 @@ export class WorkerBridge {
   private readonly out: Lane;
   private readonly in: Lane;
   hostRings = 0;
+  private readonly nudgeSpinMs: number;
 
   constructor(init: BridgeInit) {
     this.words = new Int32Array(init.buffer, 0, HEADER_WORDS);
+    this.nudgeSpinMs = init.nudgeSpinMs ?? NUDGE_SPIN_MS;
     const layout = lanes(init);
     this.in = new Lane(...layout.toWorker);
     this.out = new Lane(...layout.toHost);
@@ -687,17 +734,39 @@ export class WorkerBridge {
    * the host wake this thread instead of its event loop (a futex wake costs far less than a
    * message to a sleeping event loop). True if a message is there.
    */
-  idleWait(ms: number): boolean {
+  idleWait(ms: number, spin?: SpinGate): boolean {
     const wake = Atomics.load(this.words, W.workerWake);
     Atomics.store(this.words, W.workerIdle, 1);
     try {
       if (this.in.hasFrame()) return true;
-      Atomics.wait(this.words, W.workerWake, wake, ms);
+      if (Atomics.load(this.words, W.nudge) !== 1) Atomics.wait(this.words, W.workerWake, wake, ms);
+      if (Atomics.load(this.words, W.nudge) === 1 && !this.in.hasFrame()) this.spinForNudged(spin);
     } finally {
       Atomics.store(this.words, W.workerIdle, 0);
     }
     // Checked after clearing the flag: a message the host wrote while it still saw the flag set is not missed.
     return this.in.hasFrame();
+  }
+
+  /**
+   * The host nudged: a run is on its way. Spin for it, awake, while the host finishes its part of
+   * the set-up (word 2 tells the host it need not wake this thread and may poll for the answer).
+   * Only as the gate allows (spinning threads never take every core): otherwise back to sleep.
+   */
+  private spinForNudged(spin: SpinGate | undefined): void {
+    if (spin && !spin.acquire()) {
+      Atomics.compareExchange(this.words, W.nudge, 1, 0);
+      return;
+    }
+    try {
+      if (Atomics.compareExchange(this.words, W.nudge, 1, 2) !== 1) return;
+      const until = performance.now() + this.nudgeSpinMs;
+      while (!this.in.hasFrame() && performance.now() < until);
+      // Cleared before the caller's last look at the ring: a run the host offered while it saw 2 is found there.
+      Atomics.compareExchange(this.words, W.nudge, 2, 0);
+    } finally {
+      spin?.release();
+    }
   }
 
   /**

@@ -13,7 +13,7 @@
 import { getHeapSpaceStatistics } from "node:v8";
 import { parentPort, threadId, workerData } from "node:worker_threads";
 import { GuestRun, type HostLink, type VmSource } from "./guest-run.js";
-import { WorkerBridge, type BridgeInit } from "./ring.js";
+import { WorkerBridge, type BridgeInit, type SpinGate } from "./ring.js";
 import { formatBatch, parseRun, parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
 import { bjsonSelfTest } from "./bjson.js";
 import { freshVm, installConfig, preludeSetup, restoredVm, runConfig, type GuestVm, type HostDispatch } from "./guest-vm.js";
@@ -173,6 +173,18 @@ function sendOutbox(): void {
 function post(message: WorkerToHost): void {
   port.postMessage(message);
 }
+
+/** The shared count of spinning workers, as a gate for the spin after a nudge (see WorkerBridge.idleWait). */
+const spinGate: SpinGate = {
+  acquire() {
+    if (Atomics.add(spinners, 0, 1) < config.maxSpinners) return true;
+    Atomics.sub(spinners, 0, 1);
+    return false;
+  },
+  release() {
+    Atomics.sub(spinners, 0, 1);
+  },
+};
 
 const link: HostLink = {
   send: sendOutbox,
@@ -500,7 +512,7 @@ function watchIdle(): void {
       watching = false;
       return;
     }
-    if (bridge.idleWait(Math.min(WATCH_SLICE_MS, remaining))) {
+    if (bridge.idleWait(Math.min(WATCH_SLICE_MS, remaining), spinGate)) {
       watching = false;
       takeFrames();
       return;

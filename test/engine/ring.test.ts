@@ -15,8 +15,22 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.terminate()));
 });
 
-function start(mode: string, options: { ringBytes?: number; pollMs?: number; sleepMs?: number; run?: number; thenBlock?: boolean; spinMs?: number; sliceMs?: number; gate?: SharedArrayBuffer } = {}) {
-  const bridge = new HostBridge({ ringBytes: options.ringBytes, pollMs: options.pollMs });
+function start(
+  mode: string,
+  options: {
+    ringBytes?: number;
+    pollMs?: number;
+    sleepMs?: number;
+    run?: number;
+    thenBlock?: boolean;
+    spinMs?: number;
+    sliceMs?: number;
+    gate?: SharedArrayBuffer;
+    gateMax?: number;
+    nudgeSpinMs?: number;
+  } = {},
+) {
+  const bridge = new HostBridge({ ringBytes: options.ringBytes, pollMs: options.pollMs, nudgeSpinMs: options.nudgeSpinMs });
   const worker = new Worker(fixture, { workerData: { init: bridge.init, mode, ...options }, transferList: bridge.transfer });
   bridges.push(bridge);
   workers.push(worker);
@@ -266,6 +280,71 @@ describe("a worker idle between runs", () => {
     }
     expect((await received(201)).slice(1)).toStrictEqual(Array.from({ length: 200 }, (_, i) => `m${i}`));
     expect(declined).toBeGreaterThan(0);
+  });
+});
+
+describe("a worker nudged between runs", () => {
+  const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  async function watching(bridge: HostBridge): Promise<void> {
+    for (let i = 0; i < 2000 && !bridge.workerWatching; i++) await settle(5);
+    expect(bridge.workerWatching).toBe(true);
+  }
+  async function until(bridge: HostBridge, state: HostBridge["nudgeState"]): Promise<void> {
+    for (let i = 0; i < 4000 && bridge.nudgeState !== state; i++) await settle(5);
+    expect(bridge.nudgeState).toBe(state);
+  }
+
+  it("wakes and spins for the run, so the offer needs no wake-up, and stops spinning when it has it", async () => {
+    // Slices of 10 s: only the nudge can have woken it, and it spins until the offer (up to 60 s).
+    const { bridge, received } = start("nudged", { sliceMs: 10_000, gate: new SharedArrayBuffer(4), gateMax: 1, nudgeSpinMs: 60_000 });
+    await received(1);
+    await watching(bridge);
+    bridge.nudge();
+    await until(bridge, "spinning");
+    // A second nudge while one is out is nothing.
+    bridge.nudge();
+    expect(bridge.offer("run")).toBe(true);
+    expect(bridge.nudgeState).toBe("none");
+    // It gave its place among the spinners back before it took the run.
+    expect((await received(2))[1]).toBe("run spinners:0");
+    expect(bridge.stats.workerWakes).toBe(1);
+  });
+
+  it("goes back to sleep when no run follows, and the next offer wakes it as before", async () => {
+    const { bridge, received } = start("nudged", { sliceMs: 10_000, gate: new SharedArrayBuffer(4), gateMax: 1, nudgeSpinMs: 20 });
+    await received(1);
+    await watching(bridge);
+    bridge.nudge();
+    await until(bridge, "none");
+    await watching(bridge);
+    expect(bridge.offer("later")).toBe(true);
+    expect((await received(2))[1]).toBe("later spinners:0");
+    expect(bridge.stats.workerWakes).toBe(2);
+  });
+
+  it("does not spin when the gate is full, and its run still reaches it", async () => {
+    const { bridge, received } = start("nudged", { sliceMs: 10_000, gate: new SharedArrayBuffer(4), gateMax: 0, nudgeSpinMs: 60_000 });
+    await received(1);
+    await watching(bridge);
+    bridge.nudge();
+    // Refused by the gate, it withdraws the nudge instead of spinning for a minute.
+    await until(bridge, "none");
+    await watching(bridge);
+    expect(bridge.offer("run")).toBe(true);
+    expect((await received(2))[1]).toBe("run spinners:0");
+  });
+
+  it("loses no run to nudges racing offers and slices", async () => {
+    const { bridge, received } = start("nudged", { sliceMs: 0, gate: new SharedArrayBuffer(4), gateMax: 1, nudgeSpinMs: 1 });
+    await received(1);
+    for (let i = 0; i < 200; i++) {
+      bridge.nudge();
+      if (i % 3 === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (!bridge.offer(`m${i}`)) bridge.nudge();
+      if (i % 2 === 0) bridge.nudge();
+      await received(2 + i);
+    }
+    expect((await received(201)).slice(1)).toStrictEqual(Array.from({ length: 200 }, (_, i) => `m${i} spinners:0`));
   });
 });
 
