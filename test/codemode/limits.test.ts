@@ -123,7 +123,8 @@ describe("calls and crossings", () => {
   });
 
   it("rejects a 20 MB argument before it reaches the tool", async () => {
-    const result = await cm.run(`try { await tools.echo({ s: "x".repeat(20 * 1024 * 1024) }) } catch (e) { return { name: e.name, code: e.code, message: e.message } }`);
+    const result = await cm.run(`try { await tools.echo({ s: "x".repeat(20 * 1024 * 1024) }) } catch (e) { return { name: e.name, code: e.code, message: e.message } }`, { timeoutMs: 10_000 });
+    // Building and measuring 20 MB in the guest can take over a second on a loaded machine: the limit under test is the crossing, not the deadline.
     expect(result.structuredContent.value).toStrictEqual({
       name: "RangeError",
       code: "crossing_limit",
@@ -133,7 +134,7 @@ describe("calls and crossings", () => {
   });
 
   it("rejects a result over the crossing limit with a clear error", async () => {
-    const result = await cm.run(`try { await tools.big({ n: 9 * 1024 * 1024 }) } catch (e) { return { code: e.code, message: e.message } }`);
+    const result = await cm.run(`try { await tools.big({ n: 9 * 1024 * 1024 }) } catch (e) { return { code: e.code, message: e.message } }`, { timeoutMs: 10_000 });
     expect(result.structuredContent.value).toStrictEqual({
       code: "crossing_limit",
       message: "tools.big() returned 9.0 MiB of JSON; one value crossing the sandbox wall is limited to 8.0 MiB",
