@@ -138,6 +138,20 @@ export interface SpinGate {
   release(): void;
 }
 
+/** A gate that lets at most `max` threads spin at once, counted in the first word of `count` (shared between them). */
+export function countingGate(count: Int32Array, max: number): SpinGate {
+  return {
+    acquire() {
+      if (Atomics.add(count, 0, 1) < max) return true;
+      Atomics.sub(count, 0, 1);
+      return false;
+    },
+    release() {
+      Atomics.sub(count, 0, 1);
+    },
+  };
+}
+
 /** A wait longer than this many maximum spins was a slow answer (a slow tool): spinning for it was useless. */
 const SLOW_ANSWER_SPINS = 4;
 

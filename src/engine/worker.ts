@@ -13,7 +13,7 @@
 import { getHeapSpaceStatistics } from "node:v8";
 import { parentPort, threadId, workerData } from "node:worker_threads";
 import { GuestRun, type HostLink, type VmSource } from "./guest-run.js";
-import { WorkerBridge, type BridgeInit, type SpinGate } from "./ring.js";
+import { WorkerBridge, countingGate, type BridgeInit, type SpinGate } from "./ring.js";
 import { formatBatch, parseRun, parseSettle, runMessageChars, SEND_NOW_CHARS } from "./bridge-format.js";
 import { bjsonSelfTest } from "./bjson.js";
 import { freshVm, installConfig, preludeSetup, restoredVm, runConfig, type GuestVm, type HostDispatch } from "./guest-vm.js";
@@ -174,30 +174,19 @@ function post(message: WorkerToHost): void {
   port.postMessage(message);
 }
 
-/** The shared count of spinning workers, as a gate for the spin after a nudge (see WorkerBridge.idleWait). */
-const spinGate: SpinGate = {
-  acquire() {
-    if (Atomics.add(spinners, 0, 1) < config.maxSpinners) return true;
-    Atomics.sub(spinners, 0, 1);
-    return false;
-  },
-  release() {
-    Atomics.sub(spinners, 0, 1);
-  },
-};
+/** The shared count of spinning workers, as a gate for every spin: for a tool's answer and after a nudge. */
+const spinGate: SpinGate = countingGate(spinners, config.maxSpinners);
 
 const link: HostLink = {
   send: sendOutbox,
   poll: deliverSettles,
   wait(untilMs, callsInFlight) {
     if (!current) return;
-    let spin = 0;
-    if (callsInFlight === 1 && Atomics.add(spinners, 0, 1) < config.maxSpinners) spin = WAIT_SPIN_MS;
-    else if (callsInFlight === 1) Atomics.sub(spinners, 0, 1);
+    const spin = callsInFlight === 1 && spinGate.acquire() ? WAIT_SPIN_MS : 0;
     try {
       bridge.wait(current.abortSeq, untilMs, spin);
     } finally {
-      if (spin > 0) Atomics.sub(spinners, 0, 1);
+      if (spin > 0) spinGate.release();
     }
   },
 };

@@ -293,12 +293,17 @@ describe("a worker nudged between runs", () => {
     for (let i = 0; i < 4000 && bridge.nudgeState !== state; i++) await settle(5);
     expect(bridge.nudgeState).toBe(state);
   }
+  /** A "nudged" worker in 10 s slices (only a nudge or an offer wakes it), once it is watching. */
+  async function watchingWorker(gateMax: number, nudgeSpinMs: number) {
+    const worker = start("nudged", { sliceMs: 10_000, gate: new SharedArrayBuffer(4), gateMax, nudgeSpinMs });
+    await worker.received(1);
+    await watching(worker.bridge);
+    return worker;
+  }
 
   it("wakes and spins for the run, so the offer needs no wake-up, and stops spinning when it has it", async () => {
-    // Slices of 10 s: only the nudge can have woken it, and it spins until the offer (up to 60 s).
-    const { bridge, received } = start("nudged", { sliceMs: 10_000, gate: new SharedArrayBuffer(4), gateMax: 1, nudgeSpinMs: 60_000 });
-    await received(1);
-    await watching(bridge);
+    // Only the nudge can have woken it, and it spins until the offer (up to 60 s).
+    const { bridge, received } = await watchingWorker(1, 60_000);
     bridge.nudge();
     await until(bridge, "spinning");
     // A second nudge while one is out is nothing.
@@ -310,28 +315,19 @@ describe("a worker nudged between runs", () => {
     expect(bridge.stats.workerWakes).toBe(1);
   });
 
-  it("goes back to sleep when no run follows, and the next offer wakes it as before", async () => {
-    const { bridge, received } = start("nudged", { sliceMs: 10_000, gate: new SharedArrayBuffer(4), gateMax: 1, nudgeSpinMs: 20 });
-    await received(1);
-    await watching(bridge);
-    bridge.nudge();
-    await until(bridge, "none");
-    await watching(bridge);
-    expect(bridge.offer("later")).toBe(true);
-    expect((await received(2))[1]).toBe("later spinners:0");
-    expect(bridge.stats.workerWakes).toBe(2);
-  });
-
-  it("does not spin when the gate is full, and its run still reaches it", async () => {
-    const { bridge, received } = start("nudged", { sliceMs: 10_000, gate: new SharedArrayBuffer(4), gateMax: 0, nudgeSpinMs: 60_000 });
-    await received(1);
-    await watching(bridge);
-    bridge.nudge();
+  it.each([
+    { when: "no run follows", gateMax: 1, nudgeSpinMs: 20 },
     // Refused by the gate, it withdraws the nudge instead of spinning for a minute.
+    { when: "the gate is full", gateMax: 0, nudgeSpinMs: 60_000 },
+  ])("goes back to sleep when $when, and the next offer wakes it as before", async ({ gateMax, nudgeSpinMs }) => {
+    const { bridge, received } = await watchingWorker(gateMax, nudgeSpinMs);
+    bridge.nudge();
     await until(bridge, "none");
     await watching(bridge);
     expect(bridge.offer("run")).toBe(true);
+    // It holds no place among the spinners while it sleeps or runs.
     expect((await received(2))[1]).toBe("run spinners:0");
+    expect(bridge.stats.workerWakes).toBe(2);
   });
 
   it("loses no run to nudges racing offers and slices", async () => {
