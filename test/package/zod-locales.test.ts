@@ -12,7 +12,10 @@ const ENTRY = pathToFileURL(join(ROOT, "dist", "bundle", "index.js")).href;
 /** Issues of several kinds, each phrased by the locale. */
 function messages(z: typeof zod, locale: string): string[] {
   const schema = z.object({ name: z.string().min(3), count: z.number().int().max(10), kind: z.enum(["a", "b"]), tags: z.array(z.string()).nonempty(), url: z.url() }).strict();
-  const result = schema.safeParse({ name: "x", count: 11.5, kind: "c", tags: [], url: "nope", extra: 1 }, { error: (z.locales as Record<string, () => { localeError: z.core.$ZodErrorMap }>)[locale]!().localeError });
+  const result = schema.safeParse(
+    { name: "x", count: 11.5, kind: "c", tags: [], url: "nope", extra: 1 },
+    { error: (z.locales as Record<string, () => { localeError: zod.core.$ZodErrorMap }>)[locale]!().localeError },
+  );
   return result.error!.issues.map((issue) => issue.message);
 }
 
