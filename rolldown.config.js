@@ -20,7 +20,31 @@ const EXTERNAL = [
   "@modelcontextprotocol/sdk",
 ];
 
+// zod's `z.locales` holds every language zod speaks: ~270 KB of the library entry that every
+// import compiled, for a namespace a host rarely touches. Each locale but English (zod's default,
+// which `z` installs at load) is bundled as a function of the same shape that loads zod's own
+// CommonJS build of that locale when it is called: `z.locales` keeps every key, each returns
+// what zod's does, and the import compiles none of them.
+const ZOD_LOCALE = /[\\/]node_modules[\\/]zod[\\/]v4[\\/]locales[\\/]([a-zA-Z-]+)\.js$/;
+
+const zodLocalesOnCall = {
+  name: "zod-locales-on-call",
+  load(id) {
+    const locale = ZOD_LOCALE.exec(id)?.[1];
+    if (locale === undefined || locale === "en" || locale === "index") return null;
+    return [
+      'import { createRequire } from "node:module";',
+      "export default function () {",
+      `  const locale = createRequire(import.meta.url)("zod/v4/locales/${locale}.cjs");`,
+      // zod's CommonJS build exports the function itself (its `sealCjsExports`); older builds had `default`.
+      '  return (typeof locale === "function" ? locale : locale.default)();',
+      "}",
+    ].join("\n");
+  },
+};
+
 export default {
+  plugins: [zodLocalesOnCall],
   input: {
     index: "dist/src/index.js",
     "cli/main": "dist/src/cli/main.js",

@@ -6,9 +6,9 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { closeSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { deflateRawSync, inflateRawSync } from "node:zlib";
 import { createExclusive, ensurePrivateDir, readRegularFile, removeFile, replaceFileAtomic, UnsafeFileError } from "../safe-fs.js";
 import type { Limits } from "./limits.js";
+import { zlib } from "../node-builtins.js";
 import type { ResultView } from "../tools/index.js";
 import type { LedgerCall } from "./ledger.js";
 
@@ -110,7 +110,7 @@ export class ContinuationVault {
   seal(state: SuspendedRun): string {
     const json = JSON.stringify(state);
     if (this.key) {
-      const payload = deflateRawSync(json).toString("base64url");
+      const payload = zlib().deflateRawSync(json).toString("base64url");
       const token = `${PREFIX_SIGNED}${payload}.${this.sign(PREFIX_SIGNED + payload)}`;
       if (token.length > MAX_SIGNED_BYTES) {
         throw new ContinuationError(
@@ -150,7 +150,7 @@ export class ContinuationVault {
       const expected = Buffer.from(this.sign(PREFIX_SIGNED + payload), "base64url");
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw tampered();
       try {
-        state = JSON.parse(inflateRawSync(Buffer.from(payload, "base64url"), { maxOutputLength: MAX_KEPT_BYTES }).toString("utf8")) as SuspendedRun;
+        state = JSON.parse(zlib().inflateRawSync(Buffer.from(payload, "base64url"), { maxOutputLength: MAX_KEPT_BYTES }).toString("utf8")) as SuspendedRun;
       } catch {
         throw tampered();
       }

@@ -17,19 +17,25 @@ const PROBE = join(ROOT, "test", "fixtures", "import-loads.mjs");
 
 /** Loaded on first use only: a run of `text("hi")` needs none of them. */
 const LAZY = ["yaml", "minisearch", "@modelcontextprotocol/sdk", "better-sqlite3", "tinyglobby", "typescript", "ts-blank-space", "acorn", "bullmq", "ioredis", "synckit"];
+/** Node built-ins loaded on first use only: agents' child processes, signed continuations. */
+const LAZY_BUILTINS = ["child_process", "zlib"];
 
 interface Loaded {
   results: Record<string, string>;
   /** Packages the process loaded code of: from node_modules directly, or bundled into a loaded chunk. */
   packages: Set<string>;
   chunks: string[];
+  /** Node's built-in modules the main thread loaded. */
+  builtins: Set<string>;
+  /** The CommonJS files it loaded. */
+  cjs: string[];
 }
 
 const packageOf = (path: string): string | undefined => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(path)?.[1];
 
 async function probe(...steps: string[]): Promise<Loaded> {
   const { stdout } = await run(process.execPath, [PROBE, ENTRY, ...steps], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-  const seen = JSON.parse(stdout) as { results: Record<string, string>; esm: string[]; cjs: string[] };
+  const seen = JSON.parse(stdout) as { results: Record<string, string>; esm: string[]; cjs: string[]; builtins: string[] };
   const packages = new Set<string>();
   const chunks: string[] = [];
   for (const url of seen.esm.filter((url) => url.startsWith("file:"))) {
@@ -47,7 +53,7 @@ async function probe(...steps: string[]): Promise<Loaded> {
     const name = packageOf(path);
     if (name) packages.add(name);
   }
-  return { results: seen.results, packages, chunks };
+  return { results: seen.results, packages, chunks, builtins: new Set(seen.builtins), cjs: seen.cjs };
 }
 
 describe("importing the package as shipped", () => {
@@ -58,6 +64,16 @@ describe("importing the package as shipped", () => {
     // The probe does see the bundle's own dependencies (zod is bundled into the start-up chunks).
     expect(loaded.packages.has("zod")).toBe(true);
     expect(LAZY.filter((name) => loaded.packages.has(name))).toStrictEqual([]);
+    expect(loaded.builtins.has("worker_threads")).toBe(true);
+    expect(LAZY_BUILTINS.filter((name) => loaded.builtins.has(name))).toStrictEqual([]);
+  });
+
+  it("loads a zod locale other than English when it is asked for, and it speaks its language", async () => {
+    const locales = (loaded: Loaded) => loaded.cjs.filter((path) => /node_modules\/zod\/v4\/locales\//.test(path));
+    expect(locales(await probe("run"))).toStrictEqual([]);
+    const asked = await probe("locale");
+    expect(asked.results).toStrictEqual({ locale: "Entrée invalide : chaîne de caractères attendu, nombre reçu" });
+    expect(locales(asked).map((path) => path.split("/").pop())).toStrictEqual(["fr.cjs"]);
   });
 
   it("loads YAML when a workflow written as text is parsed, and reports its errors as before", async () => {

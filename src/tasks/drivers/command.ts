@@ -1,10 +1,11 @@
 // The `command` driver: any CLI agent as a child process, in its own process group, with the task on
 // argv or stdin; stdout is its output, parsed by the agent's protocol (text, jsonl,
 // claude-stream-json). Stop is SIGTERM, then SIGKILL after the kill grace. docs/command-protocol.md.
-import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { constants } from "node:os";
 import { StringDecoder } from "node:string_decoder";
+import { childProcess } from "../../node-builtins.js";
 import type { DriverEvent } from "../agents.js";
 import { TaskError } from "../errors.js";
 import { LineSplitter } from "../../line-splitter.js";
@@ -77,9 +78,9 @@ export const commandDriver: Driver = ({ task, agent, signal, emit, killGraceMs, 
       resolve(result);
     };
 
-    let child: ReturnType<typeof spawn>;
+    let child: ChildProcess;
     try {
-      child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+      child = childProcess().spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
     } catch (err) {
       settle({ exitCode: 127, error: startError(argv[0]!, agent.source, cwd, err) });
       return;
