@@ -32,6 +32,8 @@ const MAX_ANALYSED_CHARS = 512 * 1024;
 const TASK_TOOLS = new Set(["ptc_task_output", "ptc_task_list", "ptc_subagent", "ptc_task_wait"]);
 /** Binary results below this many bytes of encoding go as JSON text instead (see runCall). */
 const BINARY_MIN_BYTES = 2048;
+/** After this many small results in a row, a tool's results are no longer encoded only to be dropped. */
+const SMALL_STREAK = 8;
 /** A person asked during a run must answer this long before its deadline; later, the run interrupts instead. */
 const ASK_MARGIN_MS = 2_000;
 /** Tasks whose last seen status is kept. */
@@ -160,6 +162,8 @@ class ProgramRun {
   private readonly consoleLines: ConsoleLine[] = [];
   private readonly warnings: string[] = [];
   private readonly callsByTool = new Map<string, number>();
+  /** Per tool, how many results in a row crossed as JSON for being small (see runCall). */
+  private readonly smallResults = new Map<string, number>();
   private readonly taskStatuses = new Map<string, string>();
   private callCount = 0;
   /** Calls holding an in-flight slot. */
@@ -345,6 +349,7 @@ class ProgramRun {
     // anything else (and anything near the limit) takes the JSON path and its errors.
     // A recorded run keeps JSON text: its ledger replays results as the text they first were.
     const binary = this.handle.binaryResults && !this.approvals;
+    const path = state.record.tool;
     // The program, not the model, reads these results: the crossing limit bounds them, not the
     // output budget, and the model's text of a tool with an output is never built. Made at the
     // first call, so a bad option fails that call, as it always did.
@@ -366,29 +371,38 @@ class ProgramRun {
       ...(this.approvals ? { approval: (request: ApprovalRequest) => this.gate(state, request) } : {}),
     };
     this.caller ??= prepareCalls({ hooks: this.env.hooks, trace: this.env.trace, outputBudget: Infinity, development: this.env.development, audience: "program" });
-    const outcome = await this.caller.forGuest(tool, input, call, binary && !TASK_TOOLS.has(tool.name));
+    // Asked when the result is there: the calls of a Promise.all all start before the first ends.
+    const wanted = () => (this.smallResults.get(path) ?? 0) < SMALL_STREAK;
+    const outcome = await this.caller.forGuest(tool, input, call, binary && !TASK_TOOLS.has(tool.name) && wanted);
     if (TASK_TOOLS.has(tool.name)) this.noteStatuses(outcome.value());
-    if (binary) {
+    if (binary && (outcome.encoded || wanted())) {
       const encoded = outcome.encoded ?? encodeToolResult(outcome.value());
       // A small value goes as JSON: results of a poll that arrive as text reach the guest in one
       // call, while each binary one costs its own decode and settle, which outweighs JSON.parse
-      // below a few KiB.
-      if (encoded && encoded.jsonBytesAtMost <= limits.maxCrossingBytes && encoded.bytes.length >= BINARY_MIN_BYTES) return encoded.bytes;
+      // below a few KiB. After a streak of small ones, the tool's next results are expected small
+      // too, and not encoded only to be dropped (both paths give the guest the same value: this is
+      // speed, not meaning).
+      if (encoded && encoded.jsonBytesAtMost <= limits.maxCrossingBytes) {
+        if (encoded.bytes.length >= BINARY_MIN_BYTES) {
+          this.smallResults.delete(path);
+          return encoded.bytes;
+        }
+        this.smallResults.set(path, (this.smallResults.get(path) ?? 0) + 1);
+      }
     }
     const value = outcome.value();
     let json: string | undefined;
     try {
       json = JSON.stringify(value);
     } catch (error) {
-      throw new ToolError("tool_output_invalid", `tools.${state.record.tool}() returned a value that is not JSON (${(error as Error).message}); the tool must return JSON data`);
+      throw new ToolError("tool_output_invalid", `tools.${path}() returned a value that is not JSON (${(error as Error).message}); the tool must return JSON data`);
     }
     json ??= "null";
     const bytes = Buffer.byteLength(json);
+    // A large one ends the streak: the tool's next result is encoded again.
+    if (bytes >= BINARY_MIN_BYTES) this.smallResults.delete(path);
     if (bytes > limits.maxCrossingBytes) {
-      throw new ToolError(
-        "crossing_limit",
-        `tools.${state.record.tool}() returned ${formatBytes(bytes)} of JSON; one value crossing the sandbox wall is limited to ${formatBytes(limits.maxCrossingBytes)}`,
-      );
+      throw new ToolError("crossing_limit", `tools.${path}() returned ${formatBytes(bytes)} of JSON; one value crossing the sandbox wall is limited to ${formatBytes(limits.maxCrossingBytes)}`);
     }
     return json;
   }

@@ -2,7 +2,7 @@
 export { defineTool, toTool, isTool, pickAnnotations, hasApprovalPolicy } from "./define.js";
 export type { Tool, ViewsToolDefinition, OutputToolDefinition, TextToolDefinition, PlainToolDefinition } from "./define.js";
 export { invokeTool, invokeToolForProgram, prepareCalls, projectViews, assertToolViews } from "./invoke.js";
-export type { InvokeOptions, CallerOptions, PerCall, ToolCaller, GuestResult, ApprovalGate, ApprovalRequest, ApprovalAnswer } from "./invoke.js";
+export type { InvokeOptions, CallerOptions, PerCall, ToolCaller, GuestResult, BinaryWanted, ApprovalGate, ApprovalRequest, ApprovalAnswer } from "./invoke.js";
 export { errorResult, guestValue, toolResult, asToolResult } from "./result.js";
 export { ToolError, isToolError, toolRejection, messageOf, GUEST_MESSAGE_LIMIT } from "./errors.js";
 export type { ToolErrorCode, ToolRejection } from "./errors.js";

@@ -364,6 +364,12 @@ export async function invokeToolForProgram(tool: Tool, input: unknown, options: 
   return programValue(await perform(newCall(tool, input, settings, per, true, false)));
 }
 
+/**
+ * Whether the guest wants this result in QuickJS's format; a function is asked once the result is
+ * there. The caller knows what its results cost to cross (a small one may be cheaper as text).
+ */
+export type BinaryWanted = boolean | (() => boolean);
+
 /** What a program's call resolves to, ready to cross into the guest. */
 export interface GuestResult {
   /**
@@ -379,8 +385,11 @@ export interface GuestResult {
 export interface ToolCaller {
   invoke(tool: Tool, input: unknown, call: PerCall): Promise<ToolCallResult>;
   forProgram(tool: Tool, input: unknown, call: PerCall): Promise<unknown>;
-  /** `forProgram`, with the value encoded for the guest in the same pass when `binary` and the tool's output schema allow it. */
-  forGuest(tool: Tool, input: unknown, call: PerCall, binary: boolean): Promise<GuestResult>;
+  /**
+   * `forProgram`, with the value encoded for the guest in the same pass when the tool's output
+   * schema allows it and `binary` (asked when the result is there) says the encoding is wanted.
+   */
+  forGuest(tool: Tool, input: unknown, call: PerCall, binary: BinaryWanted): Promise<GuestResult>;
 }
 
 /** A ToolCaller for `options` (everything but `ctx` and `approval`), checked here once, with invokeTool's errors. */
@@ -437,8 +446,8 @@ interface Call {
   readonly pinned: ResultView | undefined;
   /** A program reads the result: the model text and details are not built. */
   readonly programOnly: boolean;
-  /** The guest reads the result: encode it in QuickJS's format in the projection's pass when the schema allows. */
-  readonly binary: boolean;
+  /** The guest reads the result: encode it in QuickJS's format in the projection's pass when the schema allows and this says so. */
+  readonly binary: BinaryWanted;
   stage: PostErrorEvent["stage"];
   /** The input as sent (after a preCall patch), `result_view` included. */
   sent: unknown;
@@ -456,7 +465,7 @@ interface Call {
   encoded: BjsonEncoding | undefined;
 }
 
-function newCall(tool: Tool, input: unknown, settings: Settings, per: PerCall, programOnly: boolean, binary: boolean): Call {
+function newCall(tool: Tool, input: unknown, settings: Settings, per: PerCall, programOnly: boolean, binary: BinaryWanted): Call {
   const impl = toolInternals(tool, "invokeTool: tool");
   const traced = settings.trace && ToolCallTrace.start(settings.trace, tool, per.ctx, input);
   return {
@@ -589,7 +598,7 @@ function finalize(call: Call): Promise<void> | undefined {
   if (wrapped && Object.hasOwn(wrapped, "details")) call.overrides.details = { value: wrapped.details };
   if (wrapped?.isError === true) call.isError = true;
   const postCallHook = call.settings.hooks?.postCall;
-  if (!(call.binary && !postCallHook && encodeForGuest(call))) call.result = channels(call, call.overrides);
+  if (!(call.binary && !postCallHook && (call.binary === true || call.binary()) && encodeForGuest(call))) call.result = channels(call, call.overrides);
   if (!postCallHook) {
     succeeded(call);
     return undefined;

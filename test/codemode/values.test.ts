@@ -138,6 +138,15 @@ describe("how a result crosses into the sandbox", () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       expect(kinds).toStrictEqual(["json", "binary"]);
+
+      // After a streak of small results the next ones are not encoded only to be dropped: a large
+      // one then crosses as JSON (and ends the streak), the one after it binary again.
+      kinds.length = 0;
+      const streak = await local.run(
+        `const small = []; for (let i = 0; i < 10; i++) small.push((await tools.rows({ n: 2 })).rows[1]); const b = await tools.rows({ n: 500 }); const c = await tools.rows({ n: 500 }); return [small[9], b.rows[499], c.rows.length]`,
+      );
+      expect(streak.structuredContent.value).toStrictEqual([{ id: 1, name: "row 1" }, { id: 499, name: "row 499" }, 500]);
+      expect(kinds).toStrictEqual([...Array(11).fill("json"), "binary"]);
     } finally {
       await local.close();
     }
