@@ -66,20 +66,39 @@
   // contract) expect to catch, as every other engine throws.
   if (typeof InternalError === "function") Object.setPrototypeOf(InternalError.prototype, RangeErr.prototype);
 
+  // Values JSON shows as {} (or drops): an Error as its name, message and own fields, a Map as its
+  // entries, a Set as its values, a promise as what it is (the model forgot an await).
+  const ErrorC = Error,
+    MapC = Map,
+    SetC = Set,
+    Arr = Array,
+    from = Array.from,
+    indexOf = String.prototype.indexOf;
+  function readable(_, value) {
+    if (value === null || typeof value !== "object") return value;
+    if (value instanceof Prom) return "[a Promise: await it to get its value]";
+    if (value instanceof ErrorC) {
+      const out = { name: value.name, message: value.message };
+      for (const key of keys(value)) if (key !== "stack") out[key] = value[key];
+      return out;
+    }
+    if (value instanceof MapC || value instanceof SetC) return apply(from, Arr, [value]);
+    return value;
+  }
   // Strings as is, everything else as JSON: what a model reads is what it would log.
   function render(value) {
     if (typeof value === "string") return value;
     if (value === undefined || typeof value === "symbol" || typeof value === "bigint") return Str(value);
     if (typeof value === "function") return "[function]";
     try {
-      const json = stringify(value);
+      const shown = readable("", value);
+      if (typeof shown === "string") return shown;
+      let json = stringify(value);
+      // The second pass only where JSON printed an empty object somewhere (or the value is one).
+      if (json !== undefined && (shown !== value || apply(indexOf, json, ["{}"]) >= 0)) json = stringify(value, readable);
       return json === undefined ? Str(value) : json;
-    } catch (_) {
-      try {
-        return Str(value);
-      } catch (_) {
-        return "[unprintable value]";
-      }
+    } catch (e) {
+      return "[a value JSON cannot show: " + (e && typeof e.message === "string" ? e.message : "it threw") + "]";
     }
   }
 
@@ -193,7 +212,10 @@
 
   // Free-form strings cross as JSON: the host reads C strings, which end at a NUL and mangle lone surrogates.
   global("text", function text(value) {
-    host("text", stringify(render(value)));
+    let out = render(value);
+    // text("count:", n) prints both, as console.log would.
+    for (let i = 1; i < arguments.length; i++) out += " " + render(arguments[i]);
+    host("text", stringify(out));
   });
   const consoleObject = create(null);
   for (const level of ["log", "info", "warn", "error", "debug"]) {

@@ -209,6 +209,13 @@ const MISSING_GLOBALS: Record<string, string> = {
   atob: "atob does not exist here: decode in a tool, or by hand",
   btoa: "btoa does not exist here: encode in a tool, or by hand",
   AbortController: "AbortController does not exist here: tool calls still pending when the program ends are cancelled for you",
+  Intl: "Intl does not exist here: format numbers with toFixed(digits) and String(n), dates with toISOString()",
+  exit: "exit() does not exist: end the program with return (return value hands back a result)",
+  quit: "quit() does not exist: end the program with return (return value hands back a result)",
+  Blob: "Blob does not exist here: work with strings",
+  Response: "there is no network here: Response does not exist; only tools.* reach the outside",
+  Request: "there is no network here: Request does not exist; only tools.* reach the outside",
+  Headers: "there is no network here: Headers does not exist; only tools.* reach the outside",
 };
 
 /** The sandbox's own globals, for "did you mean" among names a program can use. */
@@ -272,8 +279,18 @@ async function syntax(input: DiagnoseInput): Promise<Diagnosis> {
       ...pos,
     };
   }
-  // A bracket that is never closed, or closed by the wrong one: say where it opened.
+  // A bracket that is never closed, closed by the wrong one, or closing nothing: say where.
   const balance = bracketBalance(acorn, code);
+  if (balance?.kind === "unmatched") {
+    const closed = lines.position(balance.close.start);
+    const opener = quote(OPENER[balance.close.char]!);
+    return {
+      message: `SyntaxError: the ${quote(balance.close.char)} at line ${closed.line} closes nothing`,
+      hint: `the ${quote(balance.close.char)} at line ${closed.line}, column ${closed.column} has no ${opener} before it to close: remove it, or add the missing ${opener}`,
+      line: closed.line,
+      column: closed.column,
+    };
+  }
   if (balance) {
     const opened = lines.position(balance.open.start);
     if (balance.kind === "unclosed") {
@@ -305,8 +322,18 @@ async function syntax(input: DiagnoseInput): Promise<Diagnosis> {
         ...(pos ?? {}),
       };
     }
-    if (/Unterminated (string|template)/i.test(message))
-      return { hint: `${message.toLowerCase()}: close it on the same line (or use a template literal \`…\` for text over several lines)`, ...(pos ?? {}) };
+    if (/Unterminated string/i.test(message) && pos)
+      return {
+        hint: `the string opened at line ${pos.line}, column ${pos.column} is never closed: end it with the same quote on that line (text over several lines needs a template literal \`…\`)`,
+        ...pos,
+      };
+    if (/Unterminated template/i.test(message) && typeof raised.pos === "number") {
+      // acorn points past the last ${…} part of the template; it opened at the backtick before that.
+      let opening = raised.pos;
+      while (opening > 0 && !(code[opening] === "`" && code[opening - 1] !== "\\")) opening--;
+      const opened = lines.position(opening);
+      return { hint: `the template literal opened at line ${opened.line}, column ${opened.column} is never closed: add the closing \``, relocated: true, ...opened };
+    }
     // "Unexpected token" says no more than QuickJS did; the code frame shows where.
     if (message !== "" && message !== "Unexpected token" && pos) return { hint: `the parser reads it as: ${message}`, ...pos };
   }
@@ -314,6 +341,7 @@ async function syntax(input: DiagnoseInput): Promise<Diagnosis> {
 }
 
 const CLOSER: Record<string, string> = { "(": ")", "[": "]", "{": "}", "${": "}" };
+const OPENER: Record<string, string> = { ")": "(", "]": "[", "}": "{" };
 
 function quote(char: string): string {
   return `"${char}"`;
@@ -341,7 +369,7 @@ interface Bracket {
 }
 
 /** The first bracket that does not match, by acorn's tokens (strings, templates, regexps and comments read right). */
-function bracketBalance(acorn: Acorn, code: string): { kind: "unclosed" | "mismatch"; open: Bracket; close?: Bracket } | undefined {
+function bracketBalance(acorn: Acorn, code: string): { kind: "unclosed" | "mismatch"; open: Bracket; close?: Bracket } | { kind: "unmatched"; open?: undefined; close: Bracket } | undefined {
   const lines = new Lines(code);
   // Each line's indentation and where its first non-blank character is, computed once (a
   // minified program is one long line: per-token slicing of it was quadratic).
@@ -365,7 +393,8 @@ function bracketBalance(acorn: Acorn, code: string): { kind: "unclosed" | "misma
       if (label === "(" || label === "[" || label === "{" || label === "${") stack.push({ char: label, start: token.start });
       else if (label === ")" || label === "]" || label === "}") {
         const open = stack.pop();
-        if (!open) return undefined;
+        // A closer with nothing open: QuickJS reads it as the end of the program's own wrapper.
+        if (!open) return { kind: "unmatched", close: { char: label, start: token.start } };
         if (CLOSER[open.char] !== label) return { kind: "mismatch", open, close: { char: label, start: token.start } };
         if (!suspect && startsLine(token.start) && lineOf(open.start) !== lineOf(token.start) && indent(token.start) !== indent(open.start)) suspect = open;
       }
@@ -395,7 +424,13 @@ async function exception(input: DiagnoseInput): Promise<Diagnosis> {
     return { message: `import() is not available: ${NO_MODULES}`, hint: `drop the import of "${module[1]}"; call host capabilities as tools.<name>(args) (${toolList(input.tools)})`, ...pos };
   }
   const readOnly = /^TypeError: '([^']+)' is read-only$/.exec(message);
-  if (readOnly) return { hint: `${readOnly[1]} is declared with const: declare it with let to assign to it again` };
+  if (readOnly) {
+    const hint = `${readOnly[1]} is declared with const: declare it with let to assign to it again`;
+    // QuickJS places this error at a later statement than the assignment; find the assignment.
+    const parsed = await parse(code);
+    const assignment = parsed && constAssignment(parsed, readOnly[1]!);
+    return assignment ? { hint, relocated: true, ...new Lines(code).position(assignment.start) } : { hint };
+  }
   if (error.line === undefined) return {};
   const parsed = await parse(code);
   if (!parsed) return {};
@@ -403,10 +438,21 @@ async function exception(input: DiagnoseInput): Promise<Diagnosis> {
   const offset = analysis.lines.offset(error.line, error.column ?? 1);
   if (/^TypeError: cannot read property (?:'[^']*' )?of (undefined|null)$/.test(message)) return analysis.missingValue(offset, /null$/.test(message));
   if (/^TypeError: .*not iterable$/.test(message)) return analysis.notIterable(offset);
+  if (/^TypeError: .*not a constructor$/.test(message)) return analysis.notAConstructor(offset);
   if (/^TypeError: (.* )?not a function$/.test(message)) return analysis.notAFunction(offset);
   if (/^TypeError: cannot convert to object$/.test(message)) return analysis.notAnObject(offset);
   if (/^SyntaxError: /.test(message)) return analysis.jsonParse(offset);
   return {};
+}
+
+/** The first assignment (=, +=, ++ …) to `name` after a `const name` declaration of the program. */
+function constAssignment(parsed: Parsed, name: string): N | undefined {
+  const declared = parsed.nodes.find(
+    (node) => node.type === "VariableDeclaration" && node.kind === "const" && (node.declarations as N[]).some((d) => d.id.type === "Identifier" && d.id.name === name),
+  );
+  if (!declared) return undefined;
+  const target = (node: N): N | undefined => (node.type === "AssignmentExpression" ? node.left : node.type === "UpdateExpression" ? node.argument : undefined);
+  return parsed.nodes.filter((node) => node.start > declared.start && target(node)?.type === "Identifier" && target(node)!.name === name).sort((a, b) => a.start - b.start)[0];
 }
 
 /**
@@ -842,7 +888,26 @@ class Analysis {
     }
   }
 
+  /** `new tools.x(…)`: a tool is a function to call, not a class. */
+  notAConstructor(offset: number): Diagnosis {
+    const created = this.around(offset, (node) => node.type === "NewExpression")[0];
+    const tool = created && this.toolPathOf(created.callee);
+    if (tool === undefined || !this.input.tools.has(tool)) return {};
+    return { message: `TypeError: tools.${tool} is not a constructor`, hint: `tools.${tool} is a function, not a class: call it without new, as await tools.${tool}({ … })` };
+  }
+
   notIterable(offset: number): Diagnosis {
+    // Promise.all(a, b) instead of Promise.all([a, b]).
+    const combinator = this.around(
+      offset,
+      (node) => node.type === "CallExpression" && /^Promise\.(all|allSettled|race|any)$/.test(this.input.code.slice(node.callee.start, node.callee.end).replace(/\s/g, "")),
+    )[0];
+    const first = combinator?.arguments[0] as N | undefined;
+    if (combinator && first && first.type !== "ArrayExpression" && (combinator.arguments.length > 1 || this.origin(first)?.promise)) {
+      const name = this.input.code.slice(combinator.callee.start, combinator.callee.end).replace(/\s/g, "");
+      const items = (combinator.arguments as N[]).map((argument) => this.text(argument)).join(", ");
+      return { hint: `${name} takes one array of promises: ${name}([${items.length > 80 ? "…" : items}])` };
+    }
     const iterates = (node: N): boolean =>
       node.type === "ForOfStatement" ||
       (node.type === "VariableDeclarator" && node.id.type === "ArrayPattern") ||
@@ -903,6 +968,9 @@ class Analysis {
     if (callee.type !== "MemberExpression") return {};
     const method = this.segment(callee);
     const object = callee.object as N;
+    // tools.x.run(…), tools.x.invoke(…): the tool is the function itself.
+    const tool = this.toolPathOf(object);
+    if (tool !== undefined && this.input.tools.has(tool)) return { hint: `tools.${tool} is the tool itself, a function: call it as await tools.${tool}({ … }) (it has no ${String(method)}())` };
     const origin = this.origin(object);
     if (!origin) return {};
     if (origin.promise) return this.promiseHint(object, origin);

@@ -268,9 +268,12 @@ class ProgramRun {
   private async retryAsTypeScript(): Promise<void> {
     const stripped = await stripTypes(this.code).catch(() => undefined);
     if (stripped?.unsupported) {
-      const { construct, line, column, fix } = stripped.unsupported;
+      const { construct, line, column, fix, message } = stripped.unsupported;
       this.source.typescript = true;
-      this.done = { ...this.done, error: { kind: "syntax", message: `TypeScript ${construct} is not supported: it needs generated code, and only types are stripped here`, line, column } };
+      this.done = {
+        ...this.done,
+        error: { kind: "syntax", message: message ?? `TypeScript ${construct} is not supported: it needs generated code, and only types are stripped here`, line, column },
+      };
       this.diagnosis = { hint: fix };
     } else if (stripped?.changed) {
       this.source.typescript = true;

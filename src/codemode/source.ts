@@ -60,6 +60,8 @@ function isClosing(line: string, marker: string): boolean {
 /** A TypeScript construct that needs generated code, which blanking types cannot give. */
 export interface Unsupported {
   construct: string;
+  /** What to say instead of "TypeScript <construct> is not supported", for what is not TypeScript at all. */
+  message?: string;
   line: number;
   column: number;
   fix: string;
@@ -93,6 +95,13 @@ export async function stripTypes(code: string): Promise<Stripped> {
   return { code: out, changed: out !== code };
 }
 
+/** `<tag …>` at `start` with its `</tag>` later in the program (or self-closing): markup, not a type. */
+function looksLikeJsx(text: string, start: number): boolean {
+  const open = /^<([A-Za-z][\w.-]*)(?:\s[^<>]*?)?(\/?)>/.exec(text.slice(start, start + 200));
+  if (!open) return false;
+  return open[2] === "/" || text.includes(`</${open[1]}>`, start);
+}
+
 function describeUnsupported(ts: TypeScript, source: import("typescript").SourceFile, node: import("typescript").Node): Unsupported {
   const { line, character } = source.getLineAndCharacterOfPosition(node.getStart(source));
   const at = { line: line + 1, column: character + 1 };
@@ -113,6 +122,14 @@ function describeUnsupported(ts: TypeScript, source: import("typescript").Source
     case K.ExportAssignment:
       return { construct: "export =", ...at, fix: "a program is one script: drop the export and return the value instead" };
     case K.TypeAssertionExpression:
+      // <div>…</div> in a .ts program parses as an assertion of the type div.
+      if (looksLikeJsx(source.text, node.getStart(source)))
+        return {
+          construct: "JSX",
+          message: "JSX is not supported: a program is JavaScript (or TypeScript, whose types are stripped)",
+          ...at,
+          fix: "there is no JSX here: build the text with a template literal (`<div>${value}</div>`) or string methods",
+        };
       return { construct: "<T>value type assertion", ...at, fix: "write value as T instead" };
     default:
       return { construct: ts.SyntaxKind[node.kind] ?? "this construct", ...at, fix: "wrap the `as` expression in parentheses" };

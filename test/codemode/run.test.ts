@@ -97,6 +97,29 @@ describe("run(): results", () => {
     expect(text(result)).toBe('a\n{"b":1}\n[2]\nnull\n3');
   });
 
+  it("prints what JSON would show as {} readably: an Error, a Map, a Set, a forgotten await, a circular value", async () => {
+    const result = await cm.run(
+      [
+        `try { null.x } catch (e) { text(e) }`,
+        `text({ failed: new RangeError("too far"), list: new Map([["a", 1]]), tags: new Set(["x", "y"]), empty: {} })`,
+        `text(tools.wait({ label: "x" }))`,
+        `const a = {}; a.self = a; text(a)`,
+        `text("count:", 2, { n: 1 })`,
+        `const e = new Error("with code"); e.code = "E_X"; console.log("failed", e)`,
+      ].join("\n"),
+    );
+    expect(text(result).split("\n\nWarnings:")[0]).toBe(
+      [
+        `{"name":"TypeError","message":"cannot read property 'x' of null"}`,
+        `{"failed":{"name":"RangeError","message":"too far"},"list":[["a",1]],"tags":["x","y"],"empty":{}}`,
+        "[a Promise: await it to get its value]",
+        "[a value JSON cannot show: circular reference]",
+        'count: 2 {"n":1}',
+      ].join("\n"),
+    );
+    expect(result.details.console).toStrictEqual([{ level: "log", text: 'failed {"name":"Error","message":"with code","code":"E_X"}' }]);
+  });
+
   it("captures console into details, not content", async () => {
     const result = await cm.run(`console.log("hello", { n: 1 }); console.error("bad"); text("visible")`);
     expect(text(result)).toBe("visible");

@@ -74,7 +74,7 @@ return [load("k\\u0000x"), load("k"), load("\\ud800"), load("\\udc00"), failure]
     expect(tampered.structuredContent.error).toMatchObject({ kind: "exception", message: "Error: the real error", line: 1 });
     expect((await cm.run("throw { code: 1 }")).structuredContent.error).toEqual({ kind: "exception", message: '{"code":1}' });
     const proxy = await cm.run(`throw new Proxy({}, { get() { throw new Error("nope") } })`);
-    expect(proxy.structuredContent.error).toEqual({ kind: "exception", message: "[unprintable value]" });
+    expect(proxy.structuredContent.error).toEqual({ kind: "exception", message: "[a value JSON cannot show: nope]" });
   });
 
   it("throws from setTimeout past the timer limit instead of silently never calling back", async () => {
