@@ -222,6 +222,8 @@
     consoleObject[level] = function () {
       let line = "";
       for (let i = 0; i < arguments.length; i++) line += (i ? " " : "") + render(arguments[i]);
+      // The host keeps 2,000 characters of a line: a longer one need not cross whole.
+      if (line.length > 4096) line = apply(slice, line, [0, 4096]);
       host("console", level, stringify(line));
     };
   }

@@ -75,14 +75,26 @@ export function tailChars(text: string, chars: number): string {
   return chars <= 0 ? "" : dropLoneSurrogate(text.slice(text.length - chars), "start");
 }
 
+/**
+ * A cut of `text` that owns its characters. V8 makes a slice a view of the string it was cut
+ * from, so a 2,000-character console line kept the program's whole 4 MiB string alive (500 of
+ * them ran a worker's heap out); every cut here is copied instead.
+ */
 function dropLoneSurrogate(text: string, side: "start" | "end"): string {
   if (text.length === 0) return text;
   if (side === "end") {
     const last = text.charCodeAt(text.length - 1);
-    return last >= 0xd800 && last <= 0xdbff ? text.slice(0, -1) : text;
+    return detached(last >= 0xd800 && last <= 0xdbff ? text.slice(0, -1) : text);
   }
   const first = text.charCodeAt(0);
-  return first >= 0xdc00 && first <= 0xdfff ? text.slice(1) : text;
+  return detached(first >= 0xdc00 && first <= 0xdfff ? text.slice(1) : text);
+}
+
+/** V8 copies slices shorter than this anyway. */
+const SLICE_MIN_CHARS = 13;
+
+function detached(text: string): string {
+  return text.length < SLICE_MIN_CHARS ? text : Buffer.from(text, "utf16le").toString("utf16le");
 }
 
 /** The message of anything thrown, without losing non-Error throws (strings, objects, cyclic or BigInt values). */

@@ -4,6 +4,7 @@
 // running it again, so the program takes the same path up to the call that waited for a person.
 import { randomFillSync } from "node:crypto";
 import { CLOCK_MARK } from "../engine/protocol.js";
+import { headChars } from "../text.js";
 
 /** One completed call: what the program sent and what it received. */
 export interface LedgerCall {
@@ -104,5 +105,5 @@ export class Replayer {
 }
 
 function preview(json: string): string {
-  return json.length > 120 ? `${json.slice(0, 120)}…` : json;
+  return json.length > 120 ? `${headChars(json, 120)}…` : json;
 }

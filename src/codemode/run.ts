@@ -344,6 +344,11 @@ class ProgramRun {
     const { settings, limits, runId } = this;
     const tool = state.tool;
     if (!tool) throw new ToolError("tool_not_found", `tools.${state.record.tool} is not bound`);
+    // Nesting this deep needs at least two characters a level; past it, schema checks and whatever
+    // the tool does with the input would overflow the host's stack after the tool already ran.
+    if (state.argsJson.length > 2 * MAX_VALUE_DEPTH && jsonDepth(state.argsJson, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
+      throw new ToolError("tool_invalid_input", `tools.${state.record.tool}(): the argument is nested more than ${MAX_VALUE_DEPTH} levels deep; pass flatter data (the tool did not run)`);
+    }
     let input = parseGuestJson(state.argsJson);
     if (settings.resultView && tool.hasResultViews && input && typeof input === "object" && !Array.isArray(input) && !Object.hasOwn(input, "result_view")) {
       input = { ...(input as Record<string, unknown>), result_view: settings.resultView };

@@ -181,6 +181,8 @@ export class SandboxEngine {
   private closed = false;
   /** Workers that exited before they were ready, in a row. */
   private startFailures = 0;
+  /** When a worker was first ready (performance.now()): a run's wait for a worker counts from then. */
+  private firstReadyAt: number | undefined;
   private abortSeq = 0;
   private affinityTimer: ReturnType<typeof setTimeout> | undefined;
   /** Workers spinning for a tool result right now (shared with every worker), at most one fewer than the cores. */
@@ -369,6 +371,7 @@ export class SandboxEngine {
       }
       if (message.type === "ready") {
         slot.isReady = true;
+        this.firstReadyAt ??= performance.now();
         this.startFailures = 0;
         markReady();
         this.dispatch();
@@ -507,8 +510,28 @@ export class SandboxEngine {
     this.affinityTimer = undefined;
     if (this.closed) return;
     const now = performance.now();
-    /** When to look again: a run held for its own worker may then move, or the pool grow. */
+    /** When to look again: a run held for its own worker may then move, or the pool grow, or a queued run's deadline pass. */
     let recheckAt = Infinity;
+    // A run's deadline counts from the call, its wait for a busy pool included (not the pool's own
+    // start-up): one still queued when it passes ends there, without starting.
+    for (let index = 0; index < this.queue.length; ) {
+      const queued = this.queue[index]!;
+      const expires = this.waitCountsFrom(queued) + queued.request.limits.timeoutMs;
+      if (expires > now) {
+        recheckAt = Math.min(recheckAt, expires);
+        index++;
+        continue;
+      }
+      this.queue.splice(index, 1);
+      const busy = [...this.slots].filter((slot) => slot.active && !slot.exited).length;
+      queued.resolve(
+        stoppedBeforeStart(
+          queued.request.runId,
+          "timeout",
+          `the run waited ${Math.round(now - this.waitCountsFrom(queued))} ms for a free sandbox worker (${busy} busy with other runs) and its ${queued.request.limits.timeoutMs} ms deadline passed before the program started: run fewer programs at once, or give them a longer timeoutMs`,
+        ),
+      );
+    }
     for (let index = 0; index < this.queue.length; ) {
       const next = this.queue[index]!;
       const slot = this.pickSlot(next.request.session, next.queuedAt, now);
@@ -526,8 +549,10 @@ export class SandboxEngine {
       if (!slot.sessions.has(session) && [...this.slots].some((other) => other.sessions.has(session))) this.counts.migrations++;
       clearTimeout(slot.idleTimer);
       slot.idleTimer = undefined;
-      // The clock starts when the program can start, not while it waited for a worker.
-      const sent: RunMessage = { ...next.request, type: "run", abortSeq: ++this.abortSeq, deadline: Date.now() + next.request.limits.timeoutMs };
+      // What is left of the deadline once the wait for a busy pool is taken off (the sweep above
+      // ended every run with nothing left).
+      const left = Math.max(1, Math.floor(next.request.limits.timeoutMs - (now - this.waitCountsFrom(next))));
+      const sent: RunMessage = { ...next.request, type: "run", abortSeq: ++this.abortSeq, deadline: Date.now() + left };
       const active: ActiveRun = { request: sent, callbacks: next.callbacks, resolve: next.resolve, finished: false, startedAt: now };
       slot.active = active;
       next.slot = slot;
@@ -535,7 +560,7 @@ export class SandboxEngine {
       this.sendRun(slot, sent);
       // The run's first message (often its end) is usually back within the host's poll window.
       if (!slot.exited) slot.bridge.expect();
-      this.armHardStop(slot, active, active.request.limits.timeoutMs + HARD_STOP_GRACE_MS);
+      this.armHardStop(slot, active, left + HARD_STOP_GRACE_MS);
     }
     recheckAt = Math.min(recheckAt, this.grow(now));
     if (recheckAt !== Infinity) {
@@ -543,6 +568,11 @@ export class SandboxEngine {
       this.affinityTimer.unref?.();
     }
     this.scheduleIdle();
+  }
+
+  /** Since when a queued run's wait counts against its deadline: its call, or the pool's first ready worker if later. */
+  private waitCountsFrom(waiting: Waiting): number {
+    return Math.max(waiting.queuedAt, this.firstReadyAt ?? Infinity);
   }
 
   /** A free worker for the run (its session's own first), "own-busy" while it should wait for its own, or none. */

@@ -18,7 +18,7 @@ export function wrapProgram(code: string): string {
 }
 
 /** Why the host stopped a run, when it did. */
-export type StopReason = "timeout" | "aborted" | "call_limit" | "deadlock";
+export type StopReason = "timeout" | "aborted" | "call_limit" | "deadlock" | "memory";
 
 /** A thrown value as the prelude's `describe` reports it (sandbox/prelude.js). */
 export interface ThrownInfo {
@@ -48,7 +48,7 @@ export function thrownError(info: ThrownInfo, compiling: boolean, memoryExhauste
   const message = info.message ?? "";
   // Out of memory, QuickJS may fail to build even its error object and throw null instead.
   if (info.thrown && message === "null" && memoryExhausted) {
-    return { kind: "memory", message: `out of memory: the program reached its ${formatBytes(limits.memoryBytes)} memory limit` };
+    return outOfMemory(limits);
   }
   const error: GuestError = { kind: classify(name, message, compiling), message: name && !info.thrown ? `${name}: ${message}` : message };
   if (name) error.name = name;
@@ -84,8 +84,15 @@ function userPosition(stack: string | undefined): { line: number; column: number
  * The error of a stopped run. (No line: QuickJS's interrupt error names the start of the
  * interrupted frame, not where it was, which would point a model at the wrong line.)
  */
+/** The program's heap reached its cap. */
+export function outOfMemory(limits: RunLimits): GuestError {
+  return { kind: "memory", message: `out of memory: the program reached its ${formatBytes(limits.memoryBytes)} memory limit` };
+}
+
 export function stopError(reason: StopReason | undefined, limits: RunLimits, stall: Stall): GuestError {
   switch (reason) {
+    case "memory":
+      return outOfMemory(limits);
     case "aborted":
       return { kind: "aborted", message: "the run was aborted by the host" };
     case "call_limit":

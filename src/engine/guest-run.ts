@@ -11,12 +11,24 @@
 // prelude's own: the host holds only its call id, and settles it by handing the prelude results.
 import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle, QuickJSRuntime } from "quickjs-emscripten-core";
 import type { WasmInstance } from "./wasm-instance.js";
-import { newGuestString } from "./fast-string.js";
+import { GuestHeapExhausted, newGuestString, readGuestString } from "./guest-strings.js";
 import { callDirectly } from "./host-function.js";
 import { decodeInGuest } from "./bjson.js";
 import { freshVm, installConfig, runConfig, type GuestVm, type HostDispatch } from "./guest-vm.js";
 import { PendingPromises, rejectReturned, settleOwned } from "./guest-promises.js";
-import { describeHostError, parseThrown, PROGRAM_FILE, stopError, thrownError, uncaughtWarning, unknownToolMessage, wrapProgram, type StopReason, type ThrownInfo } from "./guest-errors.js";
+import {
+  describeHostError,
+  outOfMemory,
+  parseThrown,
+  PROGRAM_FILE,
+  stopError,
+  thrownError,
+  uncaughtWarning,
+  unknownToolMessage,
+  wrapProgram,
+  type StopReason,
+  type ThrownInfo,
+} from "./guest-errors.js";
 import { formatBytes, headChars } from "../text.js";
 import { RESULT_TAG, type ConsoleLine, type DoneMessage, type GuestError, type HostOp, type RunMessage, type SettleMessage, type Stall, type WorkerToHost } from "./protocol.js";
 
@@ -163,6 +175,16 @@ export class GuestRun {
     const arrived = this.arrived;
     if (arrived.length === 0) return;
     this.arrived = [];
+    try {
+      this.deliver(arrived);
+    } catch (error) {
+      if (!(error instanceof GuestHeapExhausted)) throw error;
+      // The results cannot reach the program: the run ends as out of memory.
+      this.stopReason ??= "memory";
+    }
+  }
+
+  private deliver(arrived: Array<Pick<SettleMessage, "callId" | "ok" | "json">>): void {
     const { context } = this;
     const handles = this.vm!.handles;
     let meta = "";
@@ -171,7 +193,7 @@ export class GuestRun {
     let first = 0;
     const flush = () => {
       if (count === 0) return;
-      const args = [count === 1 ? context.newNumber(first) : context.newString(`[${meta}]`), newGuestString(context, body)];
+      const args = [count === 1 ? context.newNumber(first) : newGuestString(context, `[${meta}]`), newGuestString(context, body)];
       meta = body = "";
       count = 0;
       this.callGuest(handles.deliver, args);
@@ -245,18 +267,18 @@ export class GuestRun {
   private guestString(value: string): QuickJSHandle {
     const { context } = this;
     const fromJson = this.fromJson;
-    if (!value.includes("\0") || !fromJson?.alive) return context.newString(value);
-    const result = context.newString(JSON.stringify(value)).consume((json) => context.callFunction(fromJson, context.undefined, json));
+    if (!value.includes("\0") || !fromJson?.alive) return newGuestString(context, value);
+    const result = newGuestString(context, JSON.stringify(value)).consume((json) => context.callFunction(fromJson, context.undefined, json));
     if (result.error) {
       result.error.dispose();
-      return context.newString(value);
+      return newGuestString(context, value);
     }
     return result.value;
   }
 
   /** A string the prelude sent as JSON: getString reads a C string, which ends at a NUL and mangles lone surrogates. */
   private jsonArg(handle: QuickJSHandle): string {
-    const value: unknown = JSON.parse(this.context.getString(handle));
+    const value: unknown = JSON.parse(readGuestString(this.context, handle));
     if (typeof value !== "string") throw new TypeError("the bridge expected a JSON string");
     return value;
   }
@@ -283,9 +305,11 @@ export class GuestRun {
       }
       outcome = this.runProgram(vm);
     } catch (error) {
-      // Anything thrown by the engine itself (not by the guest) means the instance trapped.
+      // Anything thrown by the engine itself (not by the guest) means the instance trapped: in a
+      // heap this run exhausted, that is the program's memory running out.
       discarded = true;
-      outcome = { ok: false, error: { kind: "sandbox", message: `the sandbox engine failed: ${describeHostError(error)}` } };
+      const exhausted = error instanceof GuestHeapExhausted || instance.heapExhausted > this.heapExhaustedAtStart;
+      outcome = { ok: false, error: exhausted ? outOfMemory(request.limits) : { kind: "sandbox", message: `the sandbox engine failed: ${describeHostError(error)}` } };
     }
     const pendingCalls = [...this.inflight.keys()];
     // Linear memory never shrinks: an instance whose heap this run exhausted would keep its whole
@@ -433,7 +457,29 @@ export class GuestRun {
       const error = result.error.consume((thrown) => this.describeError(describe, thrown));
       return this.stopReason ? { ok: false, error: this.stopError() } : { ok: false, error };
     }
-    const tagged = result.value.consume((value) => (context.typeof(value) === "string" ? context.getString(value) : undefined));
+    const { maxCrossingBytes } = this.request.limits;
+    let tagged: string | undefined;
+    let tooLong = 0;
+    try {
+      tagged = result.value.consume((value) => {
+        if (context.typeof(value) !== "string") return undefined;
+        // Past the limit in characters (each at least a byte) it is dropped unread: reading means a
+        // copy in the guest's heap, which a value that large may not have room for.
+        const length = context.getProp(value, "length").consume((handle) => context.getNumber(handle));
+        if (length - RESULT_TAG.value.length > maxCrossingBytes) {
+          tooLong = length - RESULT_TAG.value.length;
+          return undefined;
+        }
+        return readGuestString(context, value);
+      });
+    } catch (error) {
+      if (!(error instanceof GuestHeapExhausted)) throw error;
+      this.stopReason ??= "memory";
+    }
+    if (tooLong > 0) {
+      this.warnings.push(`the return value is at least ${formatBytes(tooLong)} of JSON, over the ${formatBytes(maxCrossingBytes)} limit for one value crossing the sandbox wall; it was dropped`);
+      return { ok: true };
+    }
     if (this.stopReason) return { ok: false, error: this.stopError() };
     if (tagged === undefined) return { ok: true };
     if (tagged.startsWith(RESULT_TAG.notJson)) {
@@ -441,9 +487,9 @@ export class GuestRun {
       return { ok: true };
     }
     const json = tagged.slice(RESULT_TAG.value.length);
-    if (Buffer.byteLength(json) > this.request.limits.maxCrossingBytes) {
+    if (Buffer.byteLength(json) > maxCrossingBytes) {
       this.warnings.push(
-        `the return value is ${formatBytes(Buffer.byteLength(json))} of JSON, over the ${formatBytes(this.request.limits.maxCrossingBytes)} limit for one value crossing the sandbox wall; it was dropped`,
+        `the return value is ${formatBytes(Buffer.byteLength(json))} of JSON, over the ${formatBytes(maxCrossingBytes)} limit for one value crossing the sandbox wall; it was dropped`,
       );
       return { ok: true };
     }
@@ -474,7 +520,12 @@ export class GuestRun {
       const inner = described.error.consume((error) => (context.typeof(error) === "object" ? safeDump(context, error) : undefined));
       info = { name: inner?.name, message: inner?.message ?? "the thrown value could not be read" };
     } else {
-      info = described.value.consume((value) => parseThrown(context.getString(value)));
+      try {
+        info = described.value.consume((value) => parseThrown(readGuestString(context, value)));
+      } catch (error) {
+        if (!(error instanceof GuestHeapExhausted)) throw error;
+        return outOfMemory(this.request.limits);
+      }
     }
     return thrownError(info, compiling, this.nearMemoryLimit(), this.request.limits);
   }
@@ -490,28 +541,49 @@ export class GuestRun {
 
   // ---- the bridge ------------------------------------------------------------------------------
 
+  /**
+   * A host operation, stopped as out of memory when the guest heap gave out on the way: what was
+   * read may be cut short and what was made may be no value at all (the library's own value cells
+   * are allocated unchecked), so nothing acts on it and the run ends at the next interrupt check.
+   */
   private hostCall(args: QuickJSHandle[]): QuickJSHandle | undefined {
+    const exhausted = this.instance.heapExhausted;
+    let result: QuickJSHandle | undefined;
+    try {
+      result = this.hostOp(args);
+    } catch (error) {
+      if (!(error instanceof GuestHeapExhausted)) throw error;
+      this.stopReason ??= "memory";
+      return undefined;
+    }
+    if (this.instance.heapExhausted === exhausted) return result;
+    this.stopReason ??= "memory";
+    if (result?.alive) result.dispose();
+    return undefined;
+  }
+
+  private hostOp(args: QuickJSHandle[]): QuickJSHandle | undefined {
     const { context } = this;
     // Every operation sandbox/prelude.js sends (protocol.ts HOST_OPS): the compiler holds this switch to that list.
-    const op = context.getString(args[0]) as HostOp;
+    const op = readGuestString(context, args[0]) as HostOp;
     switch (op) {
       case "call":
-        return this.startCall(context.getString(args[1]), context.getString(args[2]));
+        return this.startCall(readGuestString(context, args[1]), readGuestString(context, args[2]));
       // Free-form strings (output, console lines, store keys, names) cross as JSON; see jsonArg.
       case "text":
         this.appendText(this.jsonArg(args[1]));
         return undefined;
       case "console":
-        this.appendConsole(context.getString(args[1]) as ConsoleLine["level"], this.jsonArg(args[2]));
+        this.appendConsole(readGuestString(context, args[1]) as ConsoleLine["level"], this.jsonArg(args[2]));
         return undefined;
       case "store": {
-        const json = context.typeof(args[2]) === "string" ? context.getString(args[2]) : undefined;
+        const json = context.typeof(args[2]) === "string" ? readGuestString(context, args[2]) : undefined;
         const problem = this.storeValue(this.jsonArg(args[1]), json);
         return problem === undefined ? undefined : this.guestString(problem);
       }
       case "load": {
         const json = this.store.get(this.jsonArg(args[1]));
-        return json === undefined ? undefined : context.newString(json);
+        return json === undefined ? undefined : newGuestString(context, json);
       }
       case "sleep":
         return this.startTimer(context.getNumber(args[1]), context.getNumber(args[2]));
@@ -519,15 +591,16 @@ export class GuestRun {
         this.clearTimer(context.getNumber(args[1]));
         return undefined;
       case "unknownTool":
-        return this.guestString(unknownToolMessage(this.request.tools, context.getString(args[1]), this.jsonArg(args[2]), this.request.unavailable));
+        return this.guestString(unknownToolMessage(this.request.tools, readGuestString(context, args[1]), this.jsonArg(args[2]), this.request.unavailable));
       case "reentrant":
-        return context.newString(
-          `tools.${context.getString(args[1])}() was called while the arguments of tools.${context.getString(args[2])}() were being converted to JSON (by a toJSON method or a getter); compute the values first and pass plain data`,
+        return newGuestString(
+          context,
+          `tools.${readGuestString(context, args[1])}() was called while the arguments of tools.${readGuestString(context, args[2])}() were being converted to JSON (by a toJSON method or a getter); compute the values first and pass plain data`,
         );
       case "budget":
-        return context.newString(JSON.stringify(this.budget()));
+        return newGuestString(context, JSON.stringify(this.budget()));
       case "uncaught":
-        this.uncaught(context.getString(args[1]));
+        this.uncaught(readGuestString(context, args[1]));
         return undefined;
       default: {
         const unknown: never = op;
@@ -634,11 +707,11 @@ export class GuestRun {
     }
     const valueBytes = Buffer.byteLength(json);
     if (valueBytes > limits.storeValueBytes) {
-      return `store(${JSON.stringify(key)}): the value is ${formatBytes(valueBytes)} of JSON; one stored value is limited to ${formatBytes(limits.storeValueBytes)}`;
+      return `store(${shownKey(key)}): the value is ${formatBytes(valueBytes)} of JSON; one stored value is limited to ${formatBytes(limits.storeValueBytes)}`;
     }
     const total = this.storeBytes - previousBytes + key.length + json.length;
     if (total > limits.storeSessionBytes) {
-      return `store(${JSON.stringify(key)}): the session would hold ${formatBytes(total)}; a session's store is limited to ${formatBytes(limits.storeSessionBytes)} (delete keys with store(key, undefined))`;
+      return `store(${shownKey(key)}): the session would hold ${formatBytes(total)}; a session's store is limited to ${formatBytes(limits.storeSessionBytes)} (delete keys with store(key, undefined))`;
     }
     this.store.set(key, json);
     this.storeBytes = total;
@@ -702,9 +775,14 @@ export class GuestRun {
   }
 }
 
+/** A store key as an error names it: its head when it is long (a key may be megabytes). */
+function shownKey(key: string): string {
+  return key.length > 80 ? `${JSON.stringify(headChars(key, 80))}…` : JSON.stringify(key);
+}
+
 /** An error's name and message where they are strings; undefined when even reading them fails (out of memory). */
 function safeDump(context: QuickJSContext, handle: QuickJSHandle): { name?: string; message?: string } | undefined {
-  const read = (key: string): string | undefined => context.getProp(handle, key).consume((value) => (context.typeof(value) === "string" ? context.getString(value) : undefined));
+  const read = (key: string): string | undefined => context.getProp(handle, key).consume((value) => (context.typeof(value) === "string" ? readGuestString(context, value) : undefined));
   try {
     return { name: read("name"), message: read("message") };
   } catch {

@@ -3,7 +3,7 @@
 // where snapshots are unsupported and when they are switched off). Both are set up by the same
 // function, so a program cannot tell them apart.
 import { Scope, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime } from "quickjs-emscripten-core";
-import { newGuestString } from "./fast-string.js";
+import { newGuestString } from "./guest-strings.js";
 import type { RunRequest } from "./protocol.js";
 import { type InstanceSnapshot, writeRandomState, type MemoryLayout, type TemplateSetup } from "./snapshot.js";
 import type { WasmInstance } from "./wasm-instance.js";

@@ -209,3 +209,29 @@ describe("soak", () => {
     expect(heap[1] - heap[0]).toBeLessThan(64 * 1024 * 1024);
   });
 });
+
+describe("the deadline of a run that waits for a busy pool", () => {
+  it("counts the wait: a run still queued at its deadline ends there, one that starts late gets what is left", async () => {
+    const single = await createCodemode({ workers: { max: 1, min: 1 } });
+    try {
+      await single.run("return 1");
+      // The only worker is busy for the whole of the first run's 1,000 ms deadline.
+      const busy = single.run("while (true) {}", { timeoutMs: 1000, session: "busy" });
+      const queued = single.run("return 1", { timeoutMs: 300, session: "short" });
+      const late = single.run("return budget().ms_left", { timeoutMs: 5000, session: "late" });
+      expect((await busy).structuredContent.error?.kind).toBe("timeout");
+      const short = await queued;
+      expect(short.structuredContent.error?.kind).toBe("timeout");
+      expect(short.structuredContent.error?.message).toMatch(
+        /^the run waited \d+ ms for a free sandbox worker \(1 busy with other runs\) and its 300 ms deadline passed before the program started: run fewer programs at once, or give them a longer timeoutMs$/,
+      );
+      expect(short.structuredContent.tool_calls).toBe(0);
+      // At least the busy run's 1,000 ms came off the late one's 5,000.
+      const left = (await late).structuredContent.value as number;
+      expect(left).toBeGreaterThan(0);
+      expect(left).toBeLessThanOrEqual(4000);
+    } finally {
+      await single.close();
+    }
+  });
+});
