@@ -161,6 +161,12 @@ export async function diagnose(input: DiagnoseInput): Promise<Diagnosis> {
         return withSite(input, stalled(input));
       case "call_limit":
         return withSite(input, callLimit(input));
+      case "memory":
+        return {
+          hint: "the program held more data at once than its memory limit allows: work through it in parts (a page, a slice or a file at a time) and keep only what the answer needs (counts, a few fields), not every record or whole texts",
+        };
+      case "stack":
+        return { hint: "a function called itself too deeply: give the recursion a base case that is reached, or loop over the items (an array as a stack) instead of recursing" };
       default:
         return {};
     }

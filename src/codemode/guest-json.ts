@@ -12,6 +12,12 @@ function dropProtoKeys(key: string, value: unknown): unknown {
 /** Deepest nesting a program's return value may have: the host and whoever it hands the value to must be able to JSON.stringify it (V8 overflows its stack near 8,000 levels). */
 export const MAX_VALUE_DEPTH = 1_000;
 
+/**
+ * Deepest nesting of a tool call's argument: past it, checks of the input (and what a tool does
+ * with it) overflow the host's stack, after the tool already ran (5,000 levels did, 3,000 not).
+ */
+export const MAX_ARGUMENT_DEPTH = 2_000;
+
 /** Nesting depth of a JSON text, counted without parsing; stops counting past `limit`. */
 export function jsonDepth(json: string, limit = Infinity): number {
   let depth = 0;

@@ -12,7 +12,7 @@ import { engineLimits, type Limits } from "./limits.js";
 import { formatBytes, headChars, tailChars } from "../text.js";
 import { OutputCollector } from "./output.js";
 import { buildInterruptedResult, buildRunResult, type CallRecord, type RunResult } from "./run-result.js";
-import { jsonDepth, MAX_VALUE_DEPTH, parseGuestJson } from "./guest-json.js";
+import { jsonDepth, MAX_ARGUMENT_DEPTH, MAX_VALUE_DEPTH, parseGuestJson } from "./guest-json.js";
 import { stripTypes, unfence, type FenceNote } from "./source.js";
 import { toolMapFacts } from "./tool-set.js";
 import { CALL_ABORT, LazyAbort, type LazyAbortCarrier } from "../tools/call-signal.js";
@@ -346,8 +346,8 @@ class ProgramRun {
     if (!tool) throw new ToolError("tool_not_found", `tools.${state.record.tool} is not bound`);
     // Nesting this deep needs at least two characters a level; past it, schema checks and whatever
     // the tool does with the input would overflow the host's stack after the tool already ran.
-    if (state.argsJson.length > 2 * MAX_VALUE_DEPTH && jsonDepth(state.argsJson, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
-      throw new ToolError("tool_invalid_input", `tools.${state.record.tool}(): the argument is nested more than ${MAX_VALUE_DEPTH} levels deep; pass flatter data (the tool did not run)`);
+    if (state.argsJson.length > 2 * MAX_ARGUMENT_DEPTH && jsonDepth(state.argsJson, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH) {
+      throw new ToolError("tool_invalid_input", `tools.${state.record.tool}(): the argument is nested more than ${MAX_ARGUMENT_DEPTH} levels deep; pass flatter data (the tool did not run)`);
     }
     let input = parseGuestJson(state.argsJson);
     if (settings.resultView && tool.hasResultViews && input && typeof input === "object" && !Array.isArray(input) && !Object.hasOwn(input, "result_view")) {

@@ -304,6 +304,7 @@ export class GuestRun {
         this.warnings.push("randomSeed was not applied: this build's Math.random state could not be located");
       }
       outcome = this.runProgram(vm);
+      if (outcome.ok) this.noteUnfiredCallbacks();
     } catch (error) {
       // Anything thrown by the engine itself (not by the guest) means the instance trapped: in a
       // heap this run exhausted, that is the program's memory running out.
@@ -324,6 +325,17 @@ export class GuestRun {
     this.pendingText = [];
     this.pendingConsole = [];
     return done;
+  }
+
+  /** setTimeout callbacks still waiting when the program ended never run: say so, once. */
+  private noteUnfiredCallbacks(): void {
+    let unfired = 0;
+    // Positive keys are the program's setTimeout ids (sleep's timers are the host's own).
+    for (const [key] of this.timers.entriesView()) if (key > 0) unfired++;
+    if (unfired === 0) return;
+    this.warnings.push(
+      `${unfired === 1 ? "1 setTimeout callback" : `${unfired} setTimeout callbacks`} had not run when the program ended and never will: to run ${unfired === 1 ? "it" : "them"}, await sleep(ms) (or a promise ${unfired === 1 ? "it resolves" : "they resolve"}) before the program ends; clearTimeout what should not run`,
+    );
   }
 
   private shouldInterrupt(): boolean {

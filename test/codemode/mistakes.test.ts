@@ -205,6 +205,8 @@ const MISTAKES: Mistake[] = [
     line: 1,
   },
   { name: "Intl", code: `const format = new Intl.NumberFormat("en");\ntext(format.format(3));`, fix: "Intl does not exist here: format numbers with toFixed(digits)", line: 1 },
+  { name: "holding too much at once", code: `const pages = [];\nfor (;;) pages.push("x".repeat(1e6) + pages.length);`, fix: "work through it in parts (a page, a slice or a file at a time)", line: 2 },
+  { name: "recursion without an end", code: `function depth(n) { return depth(n + 1) + 1; }\ntext(depth(0));`, fix: "a function called itself too deeply: give the recursion a base case", line: 1 },
   { name: "exit()", code: `text("done");\nexit(0);`, fix: "exit() does not exist: end the program with return", line: 2 },
   {
     name: "a TypeScript enum",

@@ -120,6 +120,17 @@ describe("run(): results", () => {
     expect(result.details.console).toStrictEqual([{ level: "log", text: 'failed {"name":"Error","message":"with code","code":"E_X"}' }]);
   });
 
+  it("says when setTimeout callbacks had not run by the program's end (not for cleared ones or a pending sleep)", async () => {
+    const result = await cm.run(`setTimeout(() => text("later"), 200); const t = setTimeout(() => {}, 200); clearTimeout(t); sleep(500); text("now")`);
+    expect(text(result).split("\n\nWarnings:")[0]).toBe("now");
+    expect(result.details.warnings).toStrictEqual([
+      "1 setTimeout callback had not run when the program ended and never will: to run it, await sleep(ms) (or a promise it resolves) before the program ends; clearTimeout what should not run",
+    ]);
+    const waited = await cm.run(`setTimeout(() => text("later"), 20); await sleep(60); text("now")`);
+    expect(text(waited)).toBe("later\nnow");
+    expect(waited.details.warnings).toStrictEqual([]);
+  });
+
   it("captures console into details, not content", async () => {
     const result = await cm.run(`console.log("hello", { n: 1 }); console.error("bad"); text("visible")`);
     expect(text(result)).toBe("visible");

@@ -99,7 +99,7 @@ describe("a squeezed heap", () => {
 
   it("refuses tool arguments nested deeper than the host passes on, before the tool runs", async () => {
     const result = await cm.run(`let o = []; for (let i = 0; i < 5000; i++) o = [o]; await tools.echo({ v: o })`, { timeoutMs: 10_000 });
-    expect(result.structuredContent.error?.message).toBe("ToolError: tools.echo(): the argument is nested more than 1000 levels deep; pass flatter data (the tool did not run)");
+    expect(result.structuredContent.error?.message).toBe("ToolError: tools.echo(): the argument is nested more than 2000 levels deep; pass flatter data (the tool did not run)");
     expect(result.details.calls.map((call) => call.status)).toStrictEqual(["error"]);
     await expectBenignRun(cm);
   });

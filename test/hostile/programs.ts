@@ -296,7 +296,7 @@ const back = await tools.echo(v); const text = JSON.parse(await tools.echo_text(
     category: "values-in",
     code: `let o = {}; for (let i = 0; i < 10000; i++) o = { o }; return await tools.echo(o)`,
     timeoutMs: 3000,
-    expect: { status: "error", kind: "exception", message: ["Maximum call stack size exceeded"] },
+    expect: { status: "error", kind: "exception", message: ["tools.echo(): the argument is nested more than 2000 levels deep; pass flatter data (the tool did not run)"] },
   },
   {
     name: "extremely deep nesting that the guest itself cannot serialise in time",
