@@ -57,6 +57,10 @@ export function hostileSuite(categories: Category[]): void {
     let cm: Codemode;
     beforeAll(async () => {
       cm = await hostileCodemode();
+      // The deadline + 1 s bound below is the sandbox's. A process's first syntax error also loads
+      // TypeScript (the retry as TypeScript) and acorn (the diagnosis), once: up to ~1.5 s on a
+      // loaded machine, which is the host's own start-up and not any one run's. Loaded here first.
+      await cm.run("const = ;", { timeoutMs: 5000 });
     });
     afterAll(async () => {
       await cm?.close();
