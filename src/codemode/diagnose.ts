@@ -1107,8 +1107,11 @@ async function withSite(input: DiagnoseInput, diagnosis: Diagnosis): Promise<Dia
 export interface Floating {
   /** `tools.x`, the async function's name, or the expression (`items.forEach`, `Promise.all`). */
   callee: string;
-  /** A tool call (maybe through .then/.catch), a call of an async function, a forEach with an async callback, a Promise combinator. */
-  kind: "tool" | "async" | "forEach" | "combinator";
+  /**
+   * A tool call (maybe through .then/.catch), a tool call's promise kept in a variable (awaited
+   * later, or not), a call of an async function, a forEach with an async callback, a Promise combinator.
+   */
+  kind: "tool" | "kept" | "async" | "forEach" | "combinator";
   line: number;
   column: number;
 }
@@ -1161,6 +1164,11 @@ export async function floatingCalls(code: string, tools: ReadonlyMap<string, Too
   const out: Floating[] = [];
   const member = (call: N): string | undefined => (call.callee.type === "MemberExpression" && !call.callee.computed ? (call.callee.property.name as string) : undefined);
   for (const node of parsed.nodes) {
+    if (node.type === "VariableDeclarator" && node.init?.type === "CallExpression") {
+      const origin = analysis.origin(node.init);
+      if (origin?.promise && origin.segments.length === 0) out.push({ callee: `tools.${origin.tool}`, kind: "kept", ...analysis.lines.position(node.init.start) });
+      continue;
+    }
     if (node.type !== "ExpressionStatement" || node.expression.type !== "CallExpression") continue;
     let call = node.expression as N;
     const position = analysis.lines.position(call.start);

@@ -680,7 +680,8 @@ class ProgramRun {
     const { code, cancelled, warnings, done } = this;
     const floating = parse ? await floatingCalls(code, this.env.tools).catch(() => [] as Floating[]) : [];
     const sites = new Map<string, Floating[]>();
-    for (const site of floating) if (site.kind === "tool") sites.set(site.callee, [...(sites.get(site.callee) ?? []), site]);
+    // Calls made as statements, or kept in a variable nothing awaited by the end.
+    for (const site of floating) if (site.kind === "tool" || site.kind === "kept") sites.set(site.callee, [...(sites.get(site.callee) ?? []), site]);
     for (const state of cancelled) {
       const site = sites.get(`tools.${state.record.tool}`);
       const at = site?.length === 1 ? ` at line ${site[0]!.line}` : "";
@@ -705,6 +706,8 @@ class ProgramRun {
         );
         continue;
       }
+      // A kept promise may be awaited later: only a cancelled call of it is noted, above.
+      if (site.kind === "kept") continue;
       const path = site.callee.slice("tools.".length);
       if (cancelled.some((state) => state.record.tool === path)) continue;
       const failed = this.records.find((record) => record.tool === path && record.status === "error");

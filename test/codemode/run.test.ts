@@ -278,6 +278,12 @@ describe("run(): tools from a program", () => {
     expect(result.details.warnings).toStrictEqual([warning]);
     // What the model must act on is in content too.
     expect(text(result)).toBe(`done\n\nWarnings:\n- ${warning}`);
+    // Kept in a variable and never awaited: the same warning, with the call's line.
+    const kept = await cm.run(`text("start");\nconst p = tools.hang({ label: "kept" });\ntext("done")`);
+    expect(kept.details.warnings).toStrictEqual(['tools.hang({"label":"kept"}) at line 2 was still pending and was cancelled — missing await? Write await tools.hang(…).']);
+    // Kept and awaited later: nothing to say.
+    const awaited = await cm.run(`const p = tools.wait({ label: "x" });\ntext("between");\nawait p`);
+    expect(awaited.details.warnings).toStrictEqual([]);
   });
 });
 
