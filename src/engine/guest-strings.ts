@@ -31,12 +31,26 @@ export class GuestHeapExhausted extends Error {
 const NATIVE_ENCODE_BYTES = 16 * 1024;
 const encoder = new TextEncoder();
 
+/** Looked up once per context: every tool call reads three strings. */
+const known = new WeakMap<QuickJSContext, Required<ContextInternals> | null>();
+
 function internalsOf(context: QuickJSContext): Required<ContextInternals> | undefined {
-  const { module, ffi, memory, ctx } = context as unknown as ContextInternals;
-  if (!module?._malloc || !module.stringToUTF8 || !ffi?.QTS_NewString || !ffi.QTS_GetString || !memory?.heapValueHandle || !memory.consumeJSCharPointer || typeof ctx?.value !== "number") {
-    return undefined;
+  let internals = known.get(context);
+  if (internals === undefined) {
+    const { module, ffi, memory, ctx } = context as unknown as ContextInternals;
+    const fn = (value: unknown) => typeof value === "function";
+    const complete =
+      fn(module?._malloc) &&
+      fn(module?.stringToUTF8) &&
+      fn(ffi?.QTS_NewString) &&
+      fn(ffi?.QTS_GetString) &&
+      fn(memory?.heapValueHandle) &&
+      fn(memory?.consumeJSCharPointer) &&
+      typeof ctx?.value === "number";
+    internals = complete ? ({ module, ffi, memory, ctx } as Required<ContextInternals>) : null;
+    known.set(context, internals);
   }
-  return { module, ffi, memory, ctx };
+  return internals ?? undefined;
 }
 
 /** A guest string of `value` (up to its first NUL, as a C string ends). Throws GuestHeapExhausted. */
