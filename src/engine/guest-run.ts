@@ -175,12 +175,18 @@ export class GuestRun {
     const arrived = this.arrived;
     if (arrived.length === 0) return;
     this.arrived = [];
+    // Results that cannot reach the program end the run as out of memory.
+    this.orOutOfMemory(() => this.deliver(arrived));
+  }
+
+  /** `work`'s value; undefined, and the run stopped as out of memory, when the guest heap could not hold a string it moved. */
+  private orOutOfMemory<T>(work: () => T): T | undefined {
     try {
-      this.deliver(arrived);
+      return work();
     } catch (error) {
       if (!(error instanceof GuestHeapExhausted)) throw error;
-      // The results cannot reach the program: the run ends as out of memory.
       this.stopReason ??= "memory";
+      return undefined;
     }
   }
 
@@ -470,10 +476,9 @@ export class GuestRun {
       return this.stopReason ? { ok: false, error: this.stopError() } : { ok: false, error };
     }
     const { maxCrossingBytes } = this.request.limits;
-    let tagged: string | undefined;
     let tooLong = 0;
-    try {
-      tagged = result.value.consume((value) => {
+    const tagged = this.orOutOfMemory(() =>
+      result.value.consume((value) => {
         if (context.typeof(value) !== "string") return undefined;
         // Past the limit in characters (each at least a byte) it is dropped unread: reading means a
         // copy in the guest's heap, which a value that large may not have room for.
@@ -483,11 +488,8 @@ export class GuestRun {
           return undefined;
         }
         return readGuestString(context, value);
-      });
-    } catch (error) {
-      if (!(error instanceof GuestHeapExhausted)) throw error;
-      this.stopReason ??= "memory";
-    }
+      }),
+    );
     if (tooLong > 0) {
       this.warnings.push(`the return value is at least ${formatBytes(tooLong)} of JSON, over the ${formatBytes(maxCrossingBytes)} limit for one value crossing the sandbox wall; it was dropped`);
       return { ok: true };
@@ -560,14 +562,7 @@ export class GuestRun {
    */
   private hostCall(args: QuickJSHandle[]): QuickJSHandle | undefined {
     const exhausted = this.instance.heapExhausted;
-    let result: QuickJSHandle | undefined;
-    try {
-      result = this.hostOp(args);
-    } catch (error) {
-      if (!(error instanceof GuestHeapExhausted)) throw error;
-      this.stopReason ??= "memory";
-      return undefined;
-    }
+    const result = this.orOutOfMemory(() => this.hostOp(args));
     if (this.instance.heapExhausted === exhausted) return result;
     this.stopReason ??= "memory";
     if (result?.alive) result.dispose();
