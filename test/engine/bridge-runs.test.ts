@@ -105,9 +105,11 @@ describe("the bridge", () => {
     const done = await echoRun(target, "const r = await Promise.all(Array.from({ length: 400 }, (_, i) => tools.echo({ i }))); return r.length");
     expect(done.valueJson).toBe("400");
     const after = slot.bridge.stats;
-    // The first call goes at once and its answer may find the worker asleep; the other 399 are answered in one turn.
-    expect(after.workerWakes - before.workerWakes).toBeLessThanOrEqual(3);
-    expect(after.workerSleeps - before.workerSleeps).toBeLessThanOrEqual(3);
+    // The first call goes at once and its answer may find the worker asleep; the other 399 are
+    // answered in a turn or two. A wake for each answer would be hundreds; a loaded machine that
+    // parks the worker between the host's turns adds a few (CI once saw 4 where a quiet one sees 2).
+    expect(after.workerWakes - before.workerWakes).toBeLessThanOrEqual(12);
+    expect(after.workerSleeps - before.workerSleeps).toBeLessThanOrEqual(12);
   });
 
   it("keeps the host's own timers running while it polls through a loop of calls", async () => {
