@@ -66,6 +66,35 @@
   // contract) expect to catch, as every other engine throws.
   if (typeof InternalError === "function") Object.setPrototypeOf(InternalError.prototype, RangeErr.prototype);
 
+  // A promise used as if it were its value (a forgotten await): `r.hits` of `const r = tools.search(…)`,
+  // JSON.stringify(r), "n: " + r. Promise.prototype inherits from Object.prototype through a proxy
+  // that sees only the names neither of them has, so such a read is reported with its line (a
+  // warning) and gives what it gave before (undefined; JSON's {}); a promise turned into a string
+  // shows the marker text() shows. Nothing else changes for promises, or for any other object.
+  const PROMISE_MARK = "[a Promise: await it to get its value]",
+    has = Reflect.has,
+    getOf = Reflect.get;
+  let rendering = false;
+  const misread = (what) => {
+    if (!rendering) host("promiseRead", what, new ErrorC().stack);
+  };
+  Object.setPrototypeOf(
+    Prom.prototype,
+    new P(Object.prototype, {
+      get(target, key, receiver) {
+        if (typeof key === "string" && !has(target, key) && receiver instanceof Prom) misread(key);
+        return getOf(target, key, receiver);
+      },
+    }),
+  );
+  define(Prom.prototype, Symbol.toPrimitive, {
+    value() {
+      misread("");
+      return PROMISE_MARK;
+    },
+    writable: true,
+    configurable: true,
+  });
   // Values JSON shows as {} (or drops): an Error as its name, message and own fields, a Map as its
   // entries, a Set as its values, a promise as what it is (the model forgot an await).
   const ErrorC = Error,
@@ -76,7 +105,7 @@
     indexOf = String.prototype.indexOf;
   function readable(_, value) {
     if (value === null || typeof value !== "object") return value;
-    if (value instanceof Prom) return "[a Promise: await it to get its value]";
+    if (value instanceof Prom) return PROMISE_MARK;
     if (value instanceof ErrorC) {
       const out = { name: value.name, message: value.message };
       for (const key of keys(value)) if (key !== "stack") out[key] = value[key];
@@ -90,6 +119,7 @@
     if (typeof value === "string") return value;
     if (value === undefined || typeof value === "symbol" || typeof value === "bigint") return Str(value);
     if (typeof value === "function") return "[function]";
+    rendering = true;
     try {
       const shown = readable("", value);
       if (typeof shown === "string") return shown;
@@ -99,6 +129,8 @@
       return json === undefined ? Str(value) : json;
     } catch (e) {
       return "[a value JSON cannot show: " + (e && typeof e.message === "string" ? e.message : "it threw") + "]";
+    } finally {
+      rendering = false;
     }
   }
 
