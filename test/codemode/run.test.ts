@@ -153,6 +153,14 @@ describe("run(): results", () => {
     ]);
   });
 
+  it("keeps a returned value JSON empties of a Map, a Set or a promise as JSON wrote it, and says which key it was", async () => {
+    const result = await cm.run(`return { n: 1, tags: new Set(["a"]), empty: {} }`);
+    expect(result.structuredContent.value).toStrictEqual({ n: 1, tags: {}, empty: {} });
+    expect(result.details.warnings).toStrictEqual(['the return value\'s "tags" is a Set, which JSON turns into {}: pass [...set]']);
+    const plain = await cm.run(`return { empty: {}, list: [{}] }`);
+    expect(plain.details.warnings).toStrictEqual([]);
+  });
+
   it("reports a promise read in a loop once per place, and a few places per run", async () => {
     const result = await cm.run(`const p = Promise.resolve();\nfor (let i = 0; i < 1000; i++) p.x;\nfor (const k of ["a", "b", "c", "d", "e", "f", "g"]) p[k];`);
     expect(result.details.warnings).toStrictEqual([
@@ -212,9 +220,27 @@ describe("run(): results", () => {
     expect(third.structuredContent.error).toMatchObject({ kind: "exception", line: 3, column: 7 });
   });
 
-  it("reports a thrown non-Error value", async () => {
+  it("reports a thrown non-Error value at the throw that threw it, with the fix", async () => {
     const result = await cm.run(`throw "plain string"`);
-    expect(result.structuredContent.error).toStrictEqual({ kind: "exception", message: "plain string" });
+    expect(result.structuredContent.error).toStrictEqual({
+      kind: "exception",
+      message: "plain string",
+      line: 1,
+      column: 1,
+      hint: 'the program threw a value that is not an Error, which carries no line or stack: throw new Error("plain string") instead',
+    });
+    // Several throws: the one whose literal is the message; a rejection the same way.
+    const which = await cm.run(`const n = 2;\nif (n === 1) throw "one";\nif (n === 2) throw "two";\nthrow "other";`);
+    expect(which.structuredContent.error).toMatchObject({ message: "two", line: 3, column: 14 });
+    const rejected = await cm.run(`const x = 1;\nawait Promise.reject(404);`);
+    expect(rejected.structuredContent.error).toMatchObject({ message: "404", line: 2, column: 7 });
+    // Two throws of values it cannot tell apart: the fix without a line, rather than a wrong one.
+    const unsure = await cm.run(`const v = { a: 1 };\nif (!v) throw v;\nthrow { ...v };`);
+    expect(unsure.structuredContent.error).toStrictEqual({
+      kind: "exception",
+      message: '{"a":1}',
+      hint: "the program threw a value that is not an Error, which carries no line or stack: throw new Error(message) instead",
+    });
   });
 
   it("ends a failed run's content with the receipt of the calls already made", async () => {
