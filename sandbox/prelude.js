@@ -74,9 +74,12 @@
   const PROMISE_MARK = "[a Promise: await it to get its value]",
     has = Reflect.has,
     getOf = Reflect.get;
-  let rendering = false;
+  let rendering = false,
+    converting = false;
   const misread = (what) => {
-    if (!rendering) host("promiseRead", what, new ErrorC().stack);
+    // Inside the host's own conversions (arguments, stored and returned values) a promise met by
+    // JSON is named by emptied() below, with where it sits.
+    if (!rendering && !(converting && what === "toJSON")) host("promiseRead", what, new ErrorC().stack);
   };
   Object.setPrototypeOf(
     Prom.prototype,
@@ -139,15 +142,50 @@
   function toJson(value, path, where) {
     let json;
     marshalling = path;
+    converting = true;
     try {
       json = stringify(value);
     } catch (e) {
       marshalling = "";
+      converting = false;
       throw new TypeErr((where ?? "tools." + path + "()") + ": the value must be JSON-serialisable (" + render(e && e.message) + ")");
     }
     marshalling = "";
+    converting = false;
     if (json === undefined) throw new TypeErr((where ?? "tools." + path + "()") + ": the value must be a JSON value, got " + typeof value);
+    // JSON writes a promise, a Map and a Set as {}: what arrived would not be what was meant.
+    if (apply(indexOf, json, ["{}"]) >= 0) {
+      const found = emptied(value);
+      if (found) throw new TypeErr((where ?? "tools." + path + "()") + ": " + found);
+    }
     return json;
+  }
+  // The first value in `value` that JSON writes as {} although it holds something, said with the fix.
+  function emptied(value) {
+    let found;
+    const look = function (key, item) {
+      if (found === undefined && item !== null && typeof item === "object") {
+        const what =
+          item instanceof Prom
+            ? "a promise, which JSON turns into {}: await it (a forgotten await) and pass its value"
+            : item instanceof MapC
+              ? "a Map, which JSON turns into {}: pass Object.fromEntries(map) or [...map]"
+              : item instanceof SetC
+                ? "a Set, which JSON turns into {}: pass [...set]"
+                : undefined;
+        if (what) found = (key === "" && this[""] === value ? "the value is " : "the value's " + stringify(key) + " is ") + what;
+      }
+      return found === undefined ? item : undefined;
+    };
+    rendering = true;
+    try {
+      stringify(value, look);
+    } catch (_) {
+      // It was converted once already; a getter that throws now only hides what it holds.
+    } finally {
+      rendering = false;
+    }
+    return found;
   }
 
   // A namespace: its names are plain read-only properties of the Proxy's target, so a lookup is
@@ -369,11 +407,18 @@
     // "=" + JSON for a value, "!" + reason when it is not JSON; undefined when there is none.
     result(value) {
       if (value === undefined) return undefined;
+      converting = true;
       try {
         const json = stringify(value);
-        return json === undefined ? "!the return value is a " + typeof value + ", not a JSON value" : "=" + json;
+        if (json === undefined) return "!the return value is a " + typeof value + ", not a JSON value";
+        // Kept as JSON wrote it, with a warning naming what turned into {}.
+        const found = apply(indexOf, json, ["{}"]) >= 0 && emptied(value);
+        if (found) host("promiseRead", "", "", "the return value" + apply(slice, found, [9]));
+        return "=" + json;
       } catch (e) {
         return "!the return value could not be serialised: " + render(e && e.message);
+      } finally {
+        converting = false;
       }
     },
     error: describe,

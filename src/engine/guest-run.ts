@@ -614,7 +614,7 @@ export class GuestRun {
         this.uncaught(readGuestString(context, args[1]));
         return undefined;
       case "promiseRead":
-        this.promiseRead(readGuestString(context, args[1]), readGuestString(context, args[2]));
+        this.promiseRead(readGuestString(context, args[1]), readGuestString(context, args[2]), args[3] && readGuestString(context, args[3]));
         return undefined;
       default: {
         const unknown: never = op;
@@ -690,9 +690,12 @@ export class GuestRun {
     else if (this.uncaughtCount === UNCAUGHT_REPORTED + 1) this.warnings.push(`more setTimeout callbacks threw; only the first ${UNCAUGHT_REPORTED} are reported`);
   }
 
-  /** A promise used as its value (the prelude's promiseRead): one warning per place, a few per run. */
-  private promiseRead(what: string, stack: string): void {
-    const warning = promiseReadWarning(what, stack);
+  /**
+   * A promise used as its value (the prelude's promiseRead), or a returned value JSON emptied
+   * (`said`, the prelude's own words): one warning per place, a few per run.
+   */
+  private promiseRead(what: string, stack: string, said: string | undefined): void {
+    const warning = said === undefined ? promiseReadWarning(what, stack) : said.length > CONSOLE_LINE_CHARS ? `${headChars(said, CONSOLE_LINE_CHARS)}…` : said;
     if (this.promiseReads.has(warning) || this.promiseReads.size > PROMISE_READS_REPORTED) return;
     this.promiseReads.add(warning);
     if (this.promiseReads.size <= PROMISE_READS_REPORTED) this.warnings.push(warning);

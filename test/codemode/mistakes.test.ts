@@ -319,6 +319,18 @@ const MISTAKES: Mistake[] = [
     status: "ok",
   },
   {
+    name: "a call's promise passed on as an argument",
+    code: `const first = tools.list_items({});\nconst r = await tools.session_status({ id: first });`,
+    fix: `TypeError: tools.session_status(): the value's "id" is a promise, which JSON turns into {}: await it (a forgotten await) and pass its value`,
+    line: 2,
+  },
+  {
+    name: "a Map stored between runs",
+    code: `const seen = new Map([["a", 1]]);\nstore("seen", seen);`,
+    fix: `TypeError: store("seen"): the value is a Map, which JSON turns into {}: pass Object.fromEntries(map) or [...map]`,
+    line: 2,
+  },
+  {
     name: "a call's promise in a template literal",
     code: `const r = tools.list_items({});\ntext(\`got \${r}\`);`,
     fix: 'line 2: a promise was turned into a string (it shows as "[a Promise: await it to get its value]"): await it first and use its value',
