@@ -66,6 +66,38 @@
   // contract) expect to catch, as every other engine throws.
   if (typeof InternalError === "function") Object.setPrototypeOf(InternalError.prototype, RangeErr.prototype);
 
+  // A promise used as if it were its value (a forgotten await): `r.hits` of `const r = tools.search(…)`,
+  // JSON.stringify(r), "n: " + r. Promise.prototype inherits from Object.prototype through a proxy
+  // that sees only the names neither of them has, so such a read is reported with its line (a
+  // warning) and gives what it gave before (undefined; JSON's {}); a promise turned into a string
+  // shows the marker text() shows. Nothing else changes for promises, or for any other object.
+  const PROMISE_MARK = "[a Promise: await it to get its value]",
+    has = Reflect.has,
+    getOf = Reflect.get;
+  let rendering = false,
+    converting = false;
+  const misread = (what) => {
+    // Inside the host's own conversions (arguments, stored and returned values) a promise met by
+    // JSON is named by emptied() below, with where it sits.
+    if (!rendering && !(converting && what === "toJSON")) host("promiseRead", what, new ErrorC().stack);
+  };
+  Object.setPrototypeOf(
+    Prom.prototype,
+    new P(Object.prototype, {
+      get(target, key, receiver) {
+        if (typeof key === "string" && !has(target, key) && receiver instanceof Prom) misread(key);
+        return getOf(target, key, receiver);
+      },
+    }),
+  );
+  define(Prom.prototype, Symbol.toPrimitive, {
+    value() {
+      misread("");
+      return PROMISE_MARK;
+    },
+    writable: true,
+    configurable: true,
+  });
   // Values JSON shows as {} (or drops): an Error as its name, message and own fields, a Map as its
   // entries, a Set as its values, a promise as what it is (the model forgot an await).
   const ErrorC = Error,
@@ -76,7 +108,7 @@
     indexOf = String.prototype.indexOf;
   function readable(_, value) {
     if (value === null || typeof value !== "object") return value;
-    if (value instanceof Prom) return "[a Promise: await it to get its value]";
+    if (value instanceof Prom) return PROMISE_MARK;
     if (value instanceof ErrorC) {
       const out = { name: value.name, message: value.message };
       for (const key of keys(value)) if (key !== "stack") out[key] = value[key];
@@ -90,6 +122,7 @@
     if (typeof value === "string") return value;
     if (value === undefined || typeof value === "symbol" || typeof value === "bigint") return Str(value);
     if (typeof value === "function") return "[function]";
+    rendering = true;
     try {
       const shown = readable("", value);
       if (typeof shown === "string") return shown;
@@ -99,6 +132,8 @@
       return json === undefined ? Str(value) : json;
     } catch (e) {
       return "[a value JSON cannot show: " + (e && typeof e.message === "string" ? e.message : "it threw") + "]";
+    } finally {
+      rendering = false;
     }
   }
 
@@ -107,15 +142,50 @@
   function toJson(value, path, where) {
     let json;
     marshalling = path;
+    converting = true;
     try {
       json = stringify(value);
     } catch (e) {
       marshalling = "";
+      converting = false;
       throw new TypeErr((where ?? "tools." + path + "()") + ": the value must be JSON-serialisable (" + render(e && e.message) + ")");
     }
     marshalling = "";
+    converting = false;
     if (json === undefined) throw new TypeErr((where ?? "tools." + path + "()") + ": the value must be a JSON value, got " + typeof value);
+    // JSON writes a promise, a Map and a Set as {}: what arrived would not be what was meant.
+    if (apply(indexOf, json, ["{}"]) >= 0) {
+      const found = emptied(value);
+      if (found) throw new TypeErr((where ?? "tools." + path + "()") + ": " + found);
+    }
     return json;
+  }
+  // The first value in `value` that JSON writes as {} although it holds something, said with the fix.
+  function emptied(value) {
+    let found;
+    const look = function (key, item) {
+      if (found === undefined && item !== null && typeof item === "object") {
+        const what =
+          item instanceof Prom
+            ? "a promise, which JSON turns into {}: await it (a forgotten await) and pass its value"
+            : item instanceof MapC
+              ? "a Map, which JSON turns into {}: pass Object.fromEntries(map) or [...map]"
+              : item instanceof SetC
+                ? "a Set, which JSON turns into {}: pass [...set]"
+                : undefined;
+        if (what) found = (key === "" && this[""] === value ? "the value is " : "the value's " + stringify(key) + " is ") + what;
+      }
+      return found === undefined ? item : undefined;
+    };
+    rendering = true;
+    try {
+      stringify(value, look);
+    } catch (_) {
+      // It was converted once already; a getter that throws now only hides what it holds.
+    } finally {
+      rendering = false;
+    }
+    return found;
   }
 
   // A namespace: its names are plain read-only properties of the Proxy's target, so a lookup is
@@ -337,11 +407,18 @@
     // "=" + JSON for a value, "!" + reason when it is not JSON; undefined when there is none.
     result(value) {
       if (value === undefined) return undefined;
+      converting = true;
       try {
         const json = stringify(value);
-        return json === undefined ? "!the return value is a " + typeof value + ", not a JSON value" : "=" + json;
+        if (json === undefined) return "!the return value is a " + typeof value + ", not a JSON value";
+        // Kept as JSON wrote it, with a warning naming what turned into {}.
+        const found = apply(indexOf, json, ["{}"]) >= 0 && emptied(value);
+        if (found) host("promiseRead", "", "", "the return value" + apply(slice, found, [9]));
+        return "=" + json;
       } catch (e) {
         return "!the return value could not be serialised: " + render(e && e.message);
+      } finally {
+        converting = false;
       }
     },
     error: describe,

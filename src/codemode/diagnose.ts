@@ -437,7 +437,7 @@ async function exception(input: DiagnoseInput): Promise<Diagnosis> {
     const assignment = parsed && constAssignment(parsed, readOnly[1]!);
     return assignment ? { hint, relocated: true, ...new Lines(code).position(assignment.start) } : { hint };
   }
-  if (error.line === undefined) return {};
+  if (error.line === undefined) return thrownWithoutStack(input);
   const parsed = await parse(code);
   if (!parsed) return {};
   const analysis = new Analysis(input, parsed);
@@ -449,6 +449,45 @@ async function exception(input: DiagnoseInput): Promise<Diagnosis> {
   if (/^TypeError: cannot convert to object$/.test(message)) return analysis.notAnObject(offset);
   if (/^SyntaxError: /.test(message)) return analysis.jsonParse(offset);
   return {};
+}
+
+/**
+ * An exception with no position is a value that is not an Error (`throw "bad input"`,
+ * `reject({ code: 1 })`): QuickJS gives it no stack. It was thrown by the program's own `throw`,
+ * `Promise.reject(…)` or a `reject(…)` call, so the one whose literal is the message, or the only
+ * one there is, is where it came from.
+ */
+async function thrownWithoutStack(input: DiagnoseInput): Promise<Diagnosis> {
+  const { error, code } = input;
+  const parsed = await parse(code);
+  if (!parsed) return {};
+  const argument = (node: N): N | undefined => {
+    if (node.type === "ThrowStatement") return node.argument;
+    if (node.type !== "CallExpression" || node.arguments.length !== 1) return undefined;
+    const callee = node.callee as N;
+    const rejects =
+      (callee.type === "Identifier" && /^rej/i.test(callee.name)) ||
+      (callee.type === "MemberExpression" && !callee.computed && callee.object.type === "Identifier" && callee.object.name === "Promise" && callee.property.name === "reject");
+    return rejects ? node.arguments[0] : undefined;
+  };
+  const sites = parsed.nodes.filter((node) => argument(node) !== undefined && !isErrorConstruction(argument(node)!));
+  const literal = sites.filter((node) => {
+    const value = argument(node)!;
+    return value.type === "Literal" && String(value.value) === error.message;
+  });
+  const site = literal.length === 1 ? literal[0] : sites.length === 1 ? sites[0] : undefined;
+  const value = site && argument(site)!;
+  const fix =
+    value?.type === "ObjectExpression"
+      ? "throw an Error with the fields on it instead, e.g. throw Object.assign(new Error(message), { code })"
+      : `throw new Error(${value?.type === "Literal" && typeof value.value === "string" ? JSON.stringify(value.value) : "message"}) instead`;
+  const hint = `the program threw a value that is not an Error, which carries no line or stack: ${fix}`;
+  return site ? { hint, ...new Lines(code).position(site.start) } : { hint };
+}
+
+/** `new Error(…)`, `Error(…)`, `new TypeError(…)`: a value that gets its own stack. */
+function isErrorConstruction(node: N): boolean {
+  return (node.type === "NewExpression" || node.type === "CallExpression") && node.callee.type === "Identifier" && /Error$/.test(node.callee.name);
 }
 
 /** The first assignment (=, +=, ++ …) to `name` after a `const name` declaration of the program. */

@@ -119,6 +119,25 @@ export function uncaughtWarning(info: ThrownInfo, maxChars: number): string {
   return `a setTimeout callback threw and nothing caught it${at}: ${what.length > maxChars ? headChars(what, maxChars) + "…" : what}`;
 }
 
+/** Longest property name a promise-read warning shows whole. */
+const READ_NAME_CHARS = 60;
+
+/**
+ * The warning for a promise used as its value (a forgotten `await`), from the prelude's
+ * promiseRead: `what` is the property read ("toJSON" when JSON.stringify met the promise, "" when
+ * it was turned into a string), `stack` where it happened.
+ */
+export function promiseReadWarning(what: string, stack: string | undefined): string {
+  const position = userPosition(stack);
+  const at = position ? `line ${position.line}: ` : "";
+  if (what === "") return `${at}a promise was turned into a string (it shows as "[a Promise: await it to get its value]"): await it first and use its value`;
+  if (what === "toJSON") return `${at}JSON.stringify met a promise, which it writes as {}: await the promise first and stringify its value`;
+  const name = /^[A-Za-z_$][\w$]*$/.test(what)
+    ? `.${what.length > READ_NAME_CHARS ? headChars(what, READ_NAME_CHARS) + "…" : what}`
+    : `[${JSON.stringify(what.length > READ_NAME_CHARS ? headChars(what, READ_NAME_CHARS) + "…" : what)}]`;
+  return `${at}${name} was read from a promise, not from the value it resolves to (it gave undefined): await the promise where it is made (const r = await tools.name(…)) or write (await promise)${name}`;
+}
+
 /** An error the engine itself threw (not the guest): the instance trapped or failed. */
 export function describeHostError(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;

@@ -24,6 +24,7 @@ import {
   stopError,
   thrownError,
   uncaughtWarning,
+  promiseReadWarning,
   unknownToolMessage,
   wrapProgram,
   type StopReason,
@@ -38,6 +39,8 @@ const CONSOLE_LINES = 500;
 const CONSOLE_LINE_CHARS = 2_000;
 /** setTimeout callbacks whose exceptions are reported one by one; the rest are counted. */
 const UNCAUGHT_REPORTED = 5;
+/** Promise reads (a forgotten await) reported per run, each place once: the first is what a model needs. */
+const PROMISE_READS_REPORTED = 5;
 
 interface Timer {
   /** performance.now() time at which it fires. */
@@ -112,6 +115,7 @@ export class GuestRun {
   private fromJson: QuickJSHandle | undefined;
   private storeBytes = 0;
   private uncaughtCount = 0;
+  private readonly promiseReads = new Set<string>();
   private pendingText: string[] = [];
   private pendingTextBytes = 0;
   private pendingConsole: ConsoleLine[] = [];
@@ -609,6 +613,9 @@ export class GuestRun {
       case "uncaught":
         this.uncaught(readGuestString(context, args[1]));
         return undefined;
+      case "promiseRead":
+        this.promiseRead(readGuestString(context, args[1]), readGuestString(context, args[2]), args[3] && readGuestString(context, args[3]));
+        return undefined;
       default: {
         const unknown: never = op;
         throw new TypeError(`unknown host operation ${JSON.stringify(unknown)}`);
@@ -681,6 +688,18 @@ export class GuestRun {
     }
     if (this.uncaughtCount++ < UNCAUGHT_REPORTED) this.warnings.push(uncaughtWarning(info, CONSOLE_LINE_CHARS));
     else if (this.uncaughtCount === UNCAUGHT_REPORTED + 1) this.warnings.push(`more setTimeout callbacks threw; only the first ${UNCAUGHT_REPORTED} are reported`);
+  }
+
+  /**
+   * A promise used as its value (the prelude's promiseRead), or a returned value JSON emptied
+   * (`said`, the prelude's own words): one warning per place, a few per run.
+   */
+  private promiseRead(what: string, stack: string, said: string | undefined): void {
+    const warning = said === undefined ? promiseReadWarning(what, stack) : said.length > CONSOLE_LINE_CHARS ? `${headChars(said, CONSOLE_LINE_CHARS)}…` : said;
+    if (this.promiseReads.has(warning) || this.promiseReads.size > PROMISE_READS_REPORTED) return;
+    this.promiseReads.add(warning);
+    if (this.promiseReads.size <= PROMISE_READS_REPORTED) this.warnings.push(warning);
+    else this.warnings.push(`more promises were used as values; only the first ${PROMISE_READS_REPORTED} places are reported`);
   }
 
   private appendText(text: string): void {

@@ -10,7 +10,7 @@ export type ErrorKind = (typeof ERROR_KINDS)[number];
 // points here, and test/engine/protocol.test.ts checks that the two agree.
 
 /** Every operation the prelude asks of the host through `__codemode_host(op, …)`; guest-run.ts `hostCall` handles each. */
-export const HOST_OPS = ["call", "text", "console", "store", "load", "sleep", "clearTimer", "unknownTool", "reentrant", "budget", "uncaught"] as const;
+export const HOST_OPS = ["call", "text", "console", "store", "load", "sleep", "clearTimer", "unknownTool", "reentrant", "budget", "uncaught", "promiseRead"] as const;
 export type HostOp = (typeof HOST_OPS)[number];
 
 /** How the prelude's `result()` tags the program's value: `value` + its JSON, or `notJson` + why it has none. */

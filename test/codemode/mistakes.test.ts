@@ -296,6 +296,47 @@ const MISTAKES: Mistake[] = [
     line: 1,
     status: "ok",
   },
+  // ---- a promise used as its value: no exception, a wrong value, so a warning names the line ----
+  {
+    name: "a field of a call's promise in a string",
+    code: `const r = tools.list_items({});\ntext("items: " + r.total);`,
+    fix: "line 2: .total was read from a promise, not from the value it resolves to (it gave undefined): await the promise where it is made (const r = await tools.name(…)) or write (await promise).total",
+    line: 2,
+    status: "ok",
+  },
+  {
+    name: "a field of an async function's promise in a condition",
+    code: `async function count() {\n  return (await tools.list_items({})).total;\n}\nconst n = count();\nif (n.ok) text("some");`,
+    fix: "line 5: .ok was read from a promise",
+    line: 5,
+    status: "ok",
+  },
+  {
+    name: "JSON.stringify of a call's promise",
+    code: `const r = tools.list_items({});\n\ntext(JSON.stringify(r));`,
+    fix: "line 3: JSON.stringify met a promise, which it writes as {}: await the promise first and stringify its value",
+    line: 3,
+    status: "ok",
+  },
+  {
+    name: "a call's promise passed on as an argument",
+    code: `const first = tools.list_items({});\nconst r = await tools.session_status({ id: first });`,
+    fix: `TypeError: tools.session_status(): the value's "id" is a promise, which JSON turns into {}: await it (a forgotten await) and pass its value`,
+    line: 2,
+  },
+  {
+    name: "a Map stored between runs",
+    code: `const seen = new Map([["a", 1]]);\nstore("seen", seen);`,
+    fix: `TypeError: store("seen"): the value is a Map, which JSON turns into {}: pass Object.fromEntries(map) or [...map]`,
+    line: 2,
+  },
+  {
+    name: "a call's promise in a template literal",
+    code: `const r = tools.list_items({});\ntext(\`got \${r}\`);`,
+    fix: 'line 2: a promise was turned into a string (it shows as "[a Promise: await it to get its value]"): await it first and use its value',
+    line: 2,
+    status: "ok",
+  },
 ];
 
 let cm: Codemode;

@@ -120,6 +120,59 @@ describe("run(): results", () => {
     expect(result.details.console).toStrictEqual([{ level: "log", text: 'failed {"name":"Error","message":"with code","code":"E_X"}' }]);
   });
 
+  it("names a promise used as its value and changes nothing for promises used as promises", async () => {
+    const misuse = await cm.run(
+      [`const r = tools.wait({ label: "x" });`, `const a = r.items, b = r["odd key"];`, `const s = JSON.stringify({ r });`, "text(typeof a, typeof b, s, String(r) === `${r}`)", "await r;"].join("\n"),
+    );
+    expect(text(misuse).split("\n\nWarnings:")[0]).toBe('undefined undefined {"r":{}} true');
+    expect(misuse.details.warnings).toStrictEqual([
+      "line 2: .items was read from a promise, not from the value it resolves to (it gave undefined): await the promise where it is made (const r = await tools.name(…)) or write (await promise).items",
+      'line 2: ["odd key"] was read from a promise, not from the value it resolves to (it gave undefined): await the promise where it is made (const r = await tools.name(…)) or write (await promise)["odd key"]',
+      "line 3: JSON.stringify met a promise, which it writes as {}: await the promise first and stringify its value",
+      'line 4: a promise was turned into a string (it shows as "[a Promise: await it to get its value]"): await it first and use its value',
+    ]);
+    // Promises used as promises: awaited, chained, combined, duck-typed, inspected, extended.
+    const fine = await cm.run(
+      [
+        `const p = tools.wait({ label: "y" });`,
+        `const same = Object.getPrototypeOf(p) === Promise.prototype && p instanceof Promise && typeof p.then === "function" && "then" in p && !("items" in p);`,
+        `const all = await Promise.all([p, Promise.resolve(2), (async () => 3)()]);`,
+        `const chained = await p.then((v) => v).catch(() => 0).finally(() => {});`,
+        `Promise.prototype.extra = 7; const own = Promise.resolve().extra;`,
+        `text(same, all.length, chained === all[0], own, Object.prototype.toString.call(p), p.constructor === Promise, Object.keys(p).length)`,
+      ].join("\n"),
+    );
+    expect(text(fine)).toBe("true 3 true 7 [object Promise] true 0");
+    expect(fine.details.warnings).toStrictEqual([]);
+    // What a program did to Promise.prototype is gone in the next run: the check is still there.
+    await cm.run(`Object.setPrototypeOf(Promise.prototype, Object.prototype); delete Promise.prototype[Symbol.toPrimitive]`);
+    const next = await cm.run(`const q = Promise.resolve(1); text(q.value, Promise.prototype.extra)`);
+    expect(text(next).split("\n\nWarnings:")[0]).toBe("undefined undefined");
+    expect(next.details.warnings).toStrictEqual([
+      "line 1: .value was read from a promise, not from the value it resolves to (it gave undefined): await the promise where it is made (const r = await tools.name(…)) or write (await promise).value",
+    ]);
+  });
+
+  it("keeps a returned value JSON empties of a Map, a Set or a promise as JSON wrote it, and says which key it was", async () => {
+    const result = await cm.run(`return { n: 1, tags: new Set(["a"]), empty: {} }`);
+    expect(result.structuredContent.value).toStrictEqual({ n: 1, tags: {}, empty: {} });
+    expect(result.details.warnings).toStrictEqual(['the return value\'s "tags" is a Set, which JSON turns into {}: pass [...set]']);
+    const plain = await cm.run(`return { empty: {}, list: [{}] }`);
+    expect(plain.details.warnings).toStrictEqual([]);
+  });
+
+  it("reports a promise read in a loop once per place, and a few places per run", async () => {
+    const result = await cm.run(`const p = Promise.resolve();\nfor (let i = 0; i < 1000; i++) p.x;\nfor (const k of ["a", "b", "c", "d", "e", "f", "g"]) p[k];`);
+    expect(result.details.warnings).toStrictEqual([
+      "line 2: .x was read from a promise, not from the value it resolves to (it gave undefined): await the promise where it is made (const r = await tools.name(…)) or write (await promise).x",
+      ...["a", "b", "c", "d"].map(
+        (k) =>
+          `line 3: .${k} was read from a promise, not from the value it resolves to (it gave undefined): await the promise where it is made (const r = await tools.name(…)) or write (await promise).${k}`,
+      ),
+      "more promises were used as values; only the first 5 places are reported",
+    ]);
+  });
+
   it("says when setTimeout callbacks had not run by the program's end (not for cleared ones or a pending sleep)", async () => {
     const result = await cm.run(`setTimeout(() => text("later"), 200); const t = setTimeout(() => {}, 200); clearTimeout(t); sleep(500); text("now")`);
     expect(text(result).split("\n\nWarnings:")[0]).toBe("now");
@@ -167,9 +220,27 @@ describe("run(): results", () => {
     expect(third.structuredContent.error).toMatchObject({ kind: "exception", line: 3, column: 7 });
   });
 
-  it("reports a thrown non-Error value", async () => {
+  it("reports a thrown non-Error value at the throw that threw it, with the fix", async () => {
     const result = await cm.run(`throw "plain string"`);
-    expect(result.structuredContent.error).toStrictEqual({ kind: "exception", message: "plain string" });
+    expect(result.structuredContent.error).toStrictEqual({
+      kind: "exception",
+      message: "plain string",
+      line: 1,
+      column: 1,
+      hint: 'the program threw a value that is not an Error, which carries no line or stack: throw new Error("plain string") instead',
+    });
+    // Several throws: the one whose literal is the message; a rejection the same way.
+    const which = await cm.run(`const n = 2;\nif (n === 1) throw "one";\nif (n === 2) throw "two";\nthrow "other";`);
+    expect(which.structuredContent.error).toMatchObject({ message: "two", line: 3, column: 14 });
+    const rejected = await cm.run(`const x = 1;\nawait Promise.reject(404);`);
+    expect(rejected.structuredContent.error).toMatchObject({ message: "404", line: 2, column: 7 });
+    // Two throws of values it cannot tell apart: the fix without a line, rather than a wrong one.
+    const unsure = await cm.run(`const v = { a: 1 };\nif (!v) throw v;\nthrow { ...v };`);
+    expect(unsure.structuredContent.error).toStrictEqual({
+      kind: "exception",
+      message: '{"a":1}',
+      hint: "the program threw a value that is not an Error, which carries no line or stack: throw new Error(message) instead",
+    });
   });
 
   it("ends a failed run's content with the receipt of the calls already made", async () => {

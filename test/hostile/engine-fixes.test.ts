@@ -32,12 +32,24 @@ describe("engine regressions found by hostile programs", () => {
   it("tells an out-of-memory null from a program's own throw null, also after an earlier OOM in the session", async () => {
     const s = session();
     const own = await cm.run("throw null", { session: s });
-    expect(own.structuredContent.error).toEqual({ kind: "exception", message: "null" });
+    expect(own.structuredContent.error).toEqual({
+      kind: "exception",
+      message: "null",
+      line: 1,
+      column: 1,
+      hint: "the program threw a value that is not an Error, which carries no line or stack: throw new Error(message) instead",
+    });
     const oom = await cm.run("function fill() { const a = []; for (;;) a.push({ x: a.length }) } fill()", { session: s, timeoutMs: 5000 });
     expect(oom.structuredContent.error?.kind).toBe("memory");
     expect(oom.structuredContent.error?.message).toMatch(/out of memory|memory limit/);
     const ownAgain = await cm.run("throw null", { session: s });
-    expect(ownAgain.structuredContent.error).toEqual({ kind: "exception", message: "null" });
+    expect(ownAgain.structuredContent.error).toEqual({
+      kind: "exception",
+      message: "null",
+      line: 1,
+      column: 1,
+      hint: "the program threw a value that is not an Error, which carries no line or stack: throw new Error(message) instead",
+    });
     await expectBenignRun(cm);
   });
 
@@ -75,9 +87,21 @@ return [load("k\\u0000x"), load("k"), load("\\ud800"), load("\\udc00"), failure]
   it("describes a thrown error even when Object.prototype.toJSON is replaced, and names unreadable throws", async () => {
     const tampered = await cm.run(`Object.prototype.toJSON = function () { return "hacked" }; throw new Error("the real error")`);
     expect(tampered.structuredContent.error).toMatchObject({ kind: "exception", message: "Error: the real error", line: 1 });
-    expect((await cm.run("throw { code: 1 }")).structuredContent.error).toEqual({ kind: "exception", message: '{"code":1}' });
+    expect((await cm.run("throw { code: 1 }")).structuredContent.error).toEqual({
+      kind: "exception",
+      message: '{"code":1}',
+      line: 1,
+      column: 1,
+      hint: "the program threw a value that is not an Error, which carries no line or stack: throw an Error with the fields on it instead, e.g. throw Object.assign(new Error(message), { code })",
+    });
     const proxy = await cm.run(`throw new Proxy({}, { get() { throw new Error("nope") } })`);
-    expect(proxy.structuredContent.error).toEqual({ kind: "exception", message: "[a value JSON cannot show: nope]" });
+    expect(proxy.structuredContent.error).toEqual({
+      kind: "exception",
+      message: "[a value JSON cannot show: nope]",
+      line: 1,
+      column: 1,
+      hint: "the program threw a value that is not an Error, which carries no line or stack: throw new Error(message) instead",
+    });
   });
 
   it("throws from setTimeout past the timer limit instead of silently never calling back", async () => {

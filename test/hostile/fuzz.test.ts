@@ -82,14 +82,32 @@ const expression: fc.Arbitrary<string> = fc.letrec((tie) => ({
 })).expr;
 
 /** What V8 makes of JSON.stringify on the same expression: the oracle. */
-function v8Json(expr: string): { json?: string; threw?: boolean; thenable?: boolean } {
+function v8Json(expr: string): { json?: string; threw?: boolean; thenable?: boolean; emptied?: string } {
   const value = new Function(`return (${expr})`)();
   if (value !== null && typeof value === "object" && typeof (value as { then?: unknown }).then === "function") return { thenable: true };
+  let json: string | undefined;
   try {
-    return { json: JSON.stringify(value) };
+    json = JSON.stringify(value);
   } catch {
     return { threw: true };
   }
+  return json?.includes("{}") ? { json, ...emptiedBy(value) } : { json };
+}
+
+/** The key and kind of the first Map, Set or promise JSON meets in `value` (it writes each as {}), in JSON's own order. */
+function emptiedBy(value: unknown): { emptied?: string } {
+  let found: string | undefined;
+  try {
+    JSON.stringify(value, function (this: Record<string, unknown>, key, item) {
+      if (found === undefined && item instanceof Map) found = `${JSON.stringify(key)} is a Map`;
+      if (found === undefined && item instanceof Set) found = `${JSON.stringify(key)} is a Set`;
+      if (found === undefined && item instanceof Promise) found = `${JSON.stringify(key)} is a promise`;
+      return found === undefined ? item : undefined;
+    });
+  } catch {
+    // As in the sandbox: a value that converted once and throws now is not named.
+  }
+  return found === undefined ? {} : { emptied: found };
 }
 
 let nextValue: unknown;
@@ -223,6 +241,10 @@ describe("fuzzing the crossing", () => {
         if (oracle.threw) {
           expect(value.name, JSON.stringify(value)).toBe("TypeError");
           expect(value.message).toMatch(/^tools\.echo\(\): the value must be JSON-serialisable \(.+\)$/);
+        } else if (oracle.emptied) {
+          // What JSON would empty to {} is refused, naming it, rather than arriving as {}.
+          expect(value.name, JSON.stringify(value)).toBe("TypeError");
+          expect(value.message).toContain(`tools.echo(): the value's ${oracle.emptied}, which JSON turns into {}: `);
         } else {
           expect(JSON.stringify(value.ok)).toBe(JSON.stringify(dropProto(JSON.parse(oracle.json!))));
         }

@@ -267,8 +267,8 @@ out.push(await tools.echo(undefined)); return out`,
   {
     name: "values JSON drops or rewrites",
     category: "values-in",
-    code: `return await tools.echo({ f() {}, [Symbol("k")]: 1, u: undefined, n: NaN, i: -Infinity, z: -0, d: new Date(0), m: new Map([[1, 2]]), t: new Uint8Array([7, 8]), sparse: [1, , 3], re: /x/g })`,
-    expect: { status: "ok", value: { n: null, i: null, z: 0, d: "1970-01-01T00:00:00.000Z", m: {}, t: { 0: 7, 1: 8 }, sparse: [1, null, 3], re: {} } },
+    code: `return await tools.echo({ f() {}, [Symbol("k")]: 1, u: undefined, n: NaN, i: -Infinity, z: -0, d: new Date(0), t: new Uint8Array([7, 8]), sparse: [1, , 3], re: /x/g })`,
+    expect: { status: "ok", value: { n: null, i: null, z: 0, d: "1970-01-01T00:00:00.000Z", t: { 0: 7, 1: 8 }, sparse: [1, null, 3], re: {} } },
   },
   {
     name: "lone surrogates and NUL survive the crossing both ways",
