@@ -1,8 +1,7 @@
-import { closeSync, ftruncateSync } from "node:fs";
+import { closeSync } from "node:fs";
 import { z } from "zod";
 import { defineTool, ToolError, type Tool } from "../tools/index.js";
-import { writeAll } from "../safe-fs.js";
-import { checkGlob, openForRead, openForWrite, realRoot, resolveConfinement, type Confinement } from "./paths.js";
+import { checkGlob, openForRead, realRoot, resolveConfinement, writeConfined, type Confinement } from "./paths.js";
 import { readLineRange, readLineRangeNow, readsAtOnce, type LineRange } from "./read.js";
 import { runScan } from "./scan-runner.js";
 
@@ -209,13 +208,7 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
         input: z.object({ path: z.string().describe("Path relative to the workspace root"), content: z.string() }),
         views: { compact: writeCompact, full: writeCompact.extend({ lines: z.number().int() }) },
         execute: ({ path, content }) => {
-          const { fd, rel, created } = openForWrite(confinement(true), path);
-          try {
-            if (!created) ftruncateSync(fd, 0);
-            writeAll(fd, Buffer.from(content));
-          } finally {
-            closeSync(fd);
-          }
+          const { rel, created } = writeConfined(confinement(true), path, Buffer.from(content));
           return { path: rel, bytes: Buffer.byteLength(content), created, lines: content.length === 0 ? 0 : content.replace(/\n$/, "").split("\n").length };
         },
         toModelOutput: (r) => `${r.created ? "created" : "wrote"} ${r.path} (${r.bytes} bytes)`,

@@ -10,9 +10,9 @@
 import { closeSync, constants, existsSync, fstatSync, lstatSync, mkdirSync, openSync, readlinkSync, realpathSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { ToolError } from "../tools/index.js";
-import { notRegular } from "../safe-fs.js";
+import { notRegular, replaceFileAtomic } from "../safe-fs.js";
 
-const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY, O_DIRECTORY } = constants;
+const { O_RDONLY, O_WRONLY, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY, O_DIRECTORY } = constants;
 const PROC_FD = existsSync("/proc/self/fd");
 
 /** Names that are never written, wherever they are: git's own directory and the runtime's configuration and state. */
@@ -164,6 +164,24 @@ function notFound(rel: string): ToolError {
   return new ToolError("tool_failed", `file "${rel}" does not exist; find files with list_files`, { reason: "not_found" });
 }
 
+/** Why a file could not be reached, in the workspace's terms (Node's message names the host's path). */
+function openFailure(rel: string, error: unknown): ToolError {
+  switch (errno(error)) {
+    case "ENOENT":
+    case "ENOTDIR":
+      return notFound(rel);
+    case "EACCES":
+    case "EPERM":
+      return new ToolError("tool_failed", `"${rel}" cannot be read: permission denied (by the file or a directory on its path)`, { reason: "permission_denied" });
+    case "ELOOP":
+      return new ToolError("tool_failed", `"${rel}" goes through a loop of symbolic links, so it leads to no file`, { reason: "symbolic_link_loop" });
+    case "ENAMETOOLONG":
+      return new ToolError("tool_invalid_input", `"${rel}" is too long a path for the file system`, { reason: "name_too_long" });
+    default:
+      return new ToolError("tool_failed", `"${rel}" cannot be opened (${errno(error) || "an I/O error"})`);
+  }
+}
+
 function errno(error: unknown): string {
   return (error as NodeJS.ErrnoException)?.code ?? "";
 }
@@ -179,8 +197,8 @@ export function openForRead(c: Confinement, path: string, field = "path"): { fd:
   let named: Stats;
   try {
     named = statSync(abs);
-  } catch {
-    throw notFound(rel);
+  } catch (error) {
+    throw openFailure(rel, error);
   }
   if (named.isDirectory()) throw new ToolError("tool_failed", `"${rel}" is a directory; list it with list_files({ pattern: "${rel}/*" })`, { reason: "is_directory" });
   const early = notRegular(named);
@@ -189,8 +207,7 @@ export function openForRead(c: Confinement, path: string, field = "path"): { fd:
   try {
     fd = openSync(abs, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   } catch (error) {
-    if (errno(error) === "ENOENT") throw notFound(rel);
-    throw new ToolError("tool_failed", `"${rel}" cannot be opened: ${(error as Error).message}`);
+    throw openFailure(rel, error);
   }
   const stat = fstatSync(fd);
   const wrong = notRegular(stat);
@@ -233,12 +250,14 @@ function child(dirFd: number, dirPath: string, name: string): string {
 }
 
 /**
- * Opens a workspace file for writing, creating it and its missing parent directories, never
- * through a symbolic link (each component is opened with O_NOFOLLOW relative to its verified
- * parent), never a FIFO, device or a file with other hard links, and never the runtime's or git's
- * own files. The caller truncates (when `created` is false) and writes.
+ * Writes a workspace file, creating it and its missing parent directories, never through a
+ * symbolic link (each component is opened with O_NOFOLLOW relative to its verified parent),
+ * never a FIFO, device or a file with other hard links, and never the runtime's or git's own
+ * files. The bytes go to a fresh file in that verified directory, renamed over the target once
+ * all of them are written: a full disk or a crash leaves the old content whole, never half of
+ * the new one (and a link planted at the name meanwhile is replaced, not followed).
  */
-export function openForWrite(c: Confinement, path: string, field = "path"): { fd: number; rel: string; created: boolean } {
+export function writeConfined(c: Confinement, path: string, data: Buffer, field = "path"): { rel: string; created: boolean } {
   const { rel } = confine(c.root, path, field);
   const parts = rel.split("/").filter((part) => part !== "" && part !== ".");
   if (parts.length === 0) throw new ToolError("tool_failed", `"${path}" is the workspace root, a directory; give a file path`, { reason: "is_directory" });
@@ -263,11 +282,11 @@ export function openForWrite(c: Confinement, path: string, field = "path"): { fd
           // With O_DIRECTORY, Linux reports a symbolic link as ENOTDIR: ask what it is.
           if (code === "ELOOP" || code === "EMLINK" || (code === "ENOTDIR" && lstatSync(child(dirFd, dirPath, name), { throwIfNoEntry: false })?.isSymbolicLink())) refuseLink(rel, at);
           if (code === "ENOTDIR") throw new ToolError("tool_failed", `"${at}" is a file, not a directory, so "${rel}" cannot be written`, { reason: "not_directory" });
-          if (code !== "ENOENT" || attempt > 0) throw error;
+          if (code !== "ENOENT" || attempt > 0) throw writeFailure(rel, error, true);
           try {
             mkdirSync(child(dirFd, dirPath, name));
           } catch (mkdirError) {
-            if (errno(mkdirError) !== "EEXIST") throw mkdirError;
+            if (errno(mkdirError) !== "EEXIST") throw writeFailure(rel, mkdirError, true);
           }
         }
       }
@@ -277,28 +296,22 @@ export function openForWrite(c: Confinement, path: string, field = "path"): { fd
     }
     const name = parts[parts.length - 1]!;
     const target = child(dirFd, dirPath, name);
-    for (let attempt = 0; ; attempt++) {
-      let fd: number;
-      let created = false;
-      try {
-        fd = openSync(target, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-      } catch (error) {
-        const code = errno(error);
-        if (code === "ELOOP" || code === "EMLINK") refuseLink(rel, rel);
-        if (code === "EISDIR") throw new ToolError("tool_failed", `"${rel}" is a directory; give a file path`, { reason: "is_directory" });
-        // A FIFO without a reader refuses O_WRONLY|O_NONBLOCK with ENXIO; a socket with ENXIO too.
-        if (code === "ENXIO") throw notRegularError(rel, "a FIFO or socket");
-        if (code !== "ENOENT") throw error;
-        try {
-          fd = openSync(target, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0o666);
-          created = true;
-        } catch (createError) {
-          if (errno(createError) !== "EEXIST") throw createError;
-          // Someone created it in between: open it as an existing file instead, once.
-          if (attempt === 0) continue;
-          throw new ToolError("tool_failed", `"${rel}" kept changing while it was opened for writing; try again`);
-        }
-      }
+    // What is there now: nothing (created), or a regular file with one link, inside the root.
+    let mode = 0o666;
+    let created = false;
+    let fd: number | undefined;
+    try {
+      fd = openSync(target, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    } catch (error) {
+      const code = errno(error);
+      if (code === "ELOOP" || code === "EMLINK") refuseLink(rel, rel);
+      if (code === "EISDIR") throw new ToolError("tool_failed", `"${rel}" is a directory; give a file path`, { reason: "is_directory" });
+      // A FIFO without a reader refuses O_WRONLY|O_NONBLOCK with ENXIO; a socket with ENXIO too.
+      if (code === "ENXIO") throw notRegularError(rel, "a FIFO or socket");
+      if (code !== "ENOENT") throw writeFailure(rel, error, false);
+      created = true;
+    }
+    if (fd !== undefined) {
       const st = fstatSync(fd);
       const wrong = notRegular(st);
       if (wrong) {
@@ -310,10 +323,37 @@ export function openForWrite(c: Confinement, path: string, field = "path"): { fd
         throw new ToolError("tool_failed", `"${rel}" has ${st.nlink} hard links, so writing it would change files elsewhere too; write_file writes only files with one link`, { reason: "hard_link" });
       }
       verifyOpened(c, fd, join(dirPath, name), rel, field, c.protected);
-      return { fd, rel, created };
+      closeSync(fd);
+      mode = st.mode & 0o7777;
     }
+    try {
+      replaceFileAtomic(target, data, mode);
+    } catch (error) {
+      throw writeFailure(rel, error, created);
+    }
+    return { rel, created };
   } finally {
     closeSync(dirFd);
+  }
+}
+
+/** A write that failed, said with the workspace path (never the host's) and what became of the file. */
+function writeFailure(rel: string, error: unknown, created: boolean): ToolError {
+  if (error instanceof ToolError) return error;
+  const unchanged = created ? `"${rel}" was not created` : `"${rel}" keeps its old content`;
+  switch (errno(error)) {
+    case "ENOSPC":
+    case "EDQUOT":
+      return new ToolError("tool_failed", `the disk is full: ${unchanged}; free space (or write less) and try again`, { reason: "disk_full" });
+    case "EACCES":
+    case "EPERM":
+      return new ToolError("tool_failed", `"${rel}" cannot be written: permission denied (${unchanged})`, { reason: "permission_denied" });
+    case "EROFS":
+      return new ToolError("tool_failed", `"${rel}" cannot be written: the file system is read-only`, { reason: "read_only" });
+    case "ENAMETOOLONG":
+      return new ToolError("tool_invalid_input", `"${rel}" is too long a path for the file system; use shorter names`, { reason: "name_too_long" });
+    default:
+      return new ToolError("tool_failed", `"${rel}" could not be written (${errno(error) || "an I/O error"}); ${unchanged}`);
   }
 }
 

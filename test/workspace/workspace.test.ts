@@ -96,6 +96,11 @@ describe("workspaceTools", () => {
     expect((await refusal(tool(ro, "read_file"), { path: "src" })).message).toBe('"src" is a directory; list it with list_files({ pattern: "src/*" })');
     expect((await refusal(tool(ro, "read_file"), { path: "bin.dat" })).message).toBe('"bin.dat" is a binary file; only text files can be read');
     expect((await refusal(tool(ro, "read_file"), { path: "nope.ts" })).message).toBe('file "nope.ts" does not exist; find files with list_files');
+    // A loop of links leads nowhere, and is said so (not "does not exist"), without the host's path.
+    symlinkSync("loop-b", join(root, "loop-a"));
+    symlinkSync("loop-a", join(root, "loop-b"));
+    const loop = await refusal(tool(ro, "read_file"), { path: "loop-a" });
+    expect([loop.message, loop.reason]).toStrictEqual(['"loop-a" goes through a loop of symbolic links, so it leads to no file', "symbolic_link_loop"]);
     expect((await refusal(tool(ro, "read_file"), { path: "src/a.ts", start_line: 3, end_line: 2 })).message).toBe('"end_line" (2) must be ≥ "start_line" (3)');
   });
 
