@@ -72,7 +72,7 @@ export function workspaceTools(options: WorkspaceOptions): Tool[] {
     start_line: z.number().int(),
     end_line: z.number().int(),
     total_lines: z.number().int(),
-    truncated: z.boolean().describe("true when the range was cut at 2,000 lines / 50 KB; read on from end_line + 1"),
+    truncated: z.boolean().describe("true when the range was cut at 2,000 lines / 50 KB (a single line longer than 50 KB comes back cut to its first 50 KB); read on from end_line + 1"),
   });
   const readFile = defineTool({
     name: "read_file",

@@ -61,6 +61,8 @@ class LineScanner {
   private pickLine(text: string): void {
     this.pickedBytes += Buffer.byteLength(text) + 1;
     if (this.picked.length >= this.options.maxLines || this.pickedBytes > this.options.maxBytes) {
+      // A first line over the cap alone comes back cut, so reading on makes progress.
+      if (this.picked.length === 0) this.picked.push(headOfLine(text, this.options.maxBytes));
       this.truncated = true;
       this.done = true;
       return;
@@ -104,6 +106,19 @@ class LineScanner {
   }
 }
 
+/**
+ * The first `maxBytes` bytes of a line longer than the cap, cut on a character boundary: the
+ * range's one line, cut, instead of none (a minified file's only line could never be read, and
+ * "read on with start_line 1" sent the reader back to it forever).
+ */
+function headOfLine(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text);
+  let end = Math.min(maxBytes, bytes.length);
+  // Back up over continuation bytes (10xxxxxx) to the start of the character the cap falls in.
+  if (end < bytes.length) while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return bytes.toString("utf8", 0, end);
+}
+
 function readChunk(fd: number, buf: Buffer, position: number, length: number): Promise<number> {
   return new Promise((resolve, reject) => read(fd, buf, 0, length, position, (error, bytes) => (error ? reject(error) : resolve(bytes))));
 }
@@ -130,6 +145,7 @@ export function readLineRangeNow(fd: number, options: RangeOptions): LineRange {
   for (let i = options.start - 1; i < Math.min(options.end ?? all.length, all.length); i++) {
     kept += Buffer.byteLength(all[i]!) + 1;
     if (lines.length >= options.maxLines || kept > options.maxBytes) {
+      if (lines.length === 0) lines.push(headOfLine(all[i]!, options.maxBytes));
       truncated = true;
       break;
     }

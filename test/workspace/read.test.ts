@@ -48,6 +48,32 @@ describe("readLineRange", () => {
     );
   });
 
+  it("a first line longer than the byte cap comes back cut on a character boundary, so reading on makes progress", async () => {
+    const file = join(dir, "min.js");
+    // 7 bytes of "a", then "é" (2 bytes) straddling the 8-byte cap, then more; a second line after it.
+    const bytes = Buffer.from(`${"a".repeat(7)}é${"b".repeat(20)}\nsecond\n`);
+    writeFileSync(file, bytes);
+    const fd = openSync(file, "r");
+    try {
+      for (const start of [1, 2]) {
+        const options = { size: bytes.length, start, maxLines: 10, maxBytes: 8 };
+        const expected = start === 1 ? { binary: false, lines: ["aaaaaaa"], totalLines: 2, truncated: true } : { binary: false, lines: ["second"], totalLines: 2, truncated: false };
+        expect(readLineRangeNow(fd, options)).toStrictEqual(expected);
+        const chunked = await readLineRange(fd, {
+          ...options,
+          chunkBytes: 3,
+          signal: new AbortController().signal,
+          onAbort: () => {
+            throw new Error("aborted");
+          },
+        });
+        expect(chunked).toStrictEqual(expected);
+      }
+    } finally {
+      closeSync(fd);
+    }
+  });
+
   it("a NUL in the first 8 KiB makes a file binary either way", async () => {
     const file = join(dir, "bin.dat");
     const bytes = Buffer.concat([Buffer.from("text\n"), Buffer.from([0]), Buffer.from("more\n")]);
