@@ -7,6 +7,7 @@ import { CONFIG_FILE, loadConfig } from "./config.js";
 import { EXIT_OK, write, type Io } from "./io.js";
 import { openRuntime, type Runtime } from "./runtime.js";
 import { declarationsBudget } from "./tools.js";
+import { onStopSignals } from "./stop-signals.js";
 
 const MCP_FLAGS = {
   "all-tools": { type: "boolean", description: "also list the workspace's and upstream servers' tools to the client directly" },
@@ -33,7 +34,9 @@ status and output of the subagents it starts.
 
 Client configuration (e.g. Claude Desktop, Claude Code, Cursor); works from any directory:
   { "mcpServers": { "codemode": { "command": "npx", "args": ["-y", "codemode-runtime", "mcp", "--config", "/path/to/project/codemode.json"] } } }
-Servers that fail to start are reported on stderr (your client's MCP log); the others still work.`,
+Servers that fail to start are reported on stderr (your client's MCP log); the others still work.
+The server ends when stdin ends, or on SIGTERM, SIGHUP or Ctrl-C (exit 128 + the signal's number):
+either way the subagents it started are stopped first.`,
 });
 
 export async function mcpCommand(argv: readonly string[], io: Io): Promise<number> {
@@ -58,6 +61,10 @@ export async function mcpCommand(argv: readonly string[], io: Io): Promise<numbe
       `no ${CONFIG_FILE} in ${io.cwd} (the directory the client started this server in), so the workspace tools are not bound and tasks and sessions are kept in memory; start the server with --config <project>/${CONFIG_FILE}`,
     );
   }
+  // Ctrl-C, SIGTERM or SIGHUP ends serving as stdin's end does: the runtime closes (its tasks are
+  // stopped, not left running) and the exit code is 128 + the signal's number. A second one exits at once.
+  const stopped = new AbortController();
+  const signals = onStopSignals(() => stopped.abort());
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
     // The MCP SDK loads here, for this command only: every other command's start skips it.
@@ -65,14 +72,16 @@ export async function mcpCommand(argv: readonly string[], io: Io): Promise<numbe
     await serveMcpStdio(runtime.cm, {
       stdin: io.stdin,
       stdout: io.stdout,
+      signal: stopped.signal,
       instructions: instructions(runtime, flags["no-output-schemas"] === true),
       ...(flags["no-output-schemas"] ? { outputSchemas: false } : {}),
       ...(flags["all-tools"] ? {} : { hide: runtime.boundToolIds }),
     });
   } finally {
     await runtime.close();
+    signals.dispose();
   }
-  return EXIT_OK;
+  return signals.exitCode(EXIT_OK, { interruptCode: true });
 }
 
 /** What the client (and its model) is told about this server: how to use it, and what is missing. */

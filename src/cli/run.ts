@@ -12,6 +12,7 @@ import { canAsk, cliResumeHint, terminalAsker } from "./approvals.js";
 import { reportRun } from "./report-run.js";
 import { openProgress } from "./open-progress.js";
 import { progressMode } from "./progress-mode.js";
+import { onStopSignals } from "./stop-signals.js";
 
 const RUN_FLAGS = {
   json: { type: "boolean", short: "j", description: "print all three channels as JSON: content, structuredContent, details" },
@@ -36,8 +37,12 @@ A call that needs a person's approval (docs/approvals.md) is asked on the termin
 when stdin and stderr are one; otherwise the program stops and its continuation is printed, for
 codemode resume.
 
-Exit codes: 0 the program succeeded, 1 it failed (the failure is printed on stderr), 2 usage error,
-3 it stopped for an approval (resume it with the printed codemode resume command).`,
+Ctrl-C, SIGTERM or SIGHUP aborts the program, stops its subagents and prints what it had; a second
+one exits at once.
+
+Exit codes: 0 the program succeeded, 1 it failed (the failure is printed on stderr; also after
+Ctrl-C), 2 usage error, 3 it stopped for an approval (resume it with the printed codemode resume
+command), 143 / 129 it was stopped by SIGTERM / SIGHUP.`,
 });
 
 export async function runCommand(argv: readonly string[], io: Io): Promise<number> {
@@ -72,18 +77,15 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
 
   const config = loadConfig(io.cwd, flags.config as string | undefined);
   const runtime = await openRuntime(config, io.cwd);
+  // Ctrl-C, SIGTERM or SIGHUP aborts the program (pending tool calls are cancelled, its subagents
+  // stopped when the runtime closes) and still prints what it had; a second signal exits at once.
+  // Listened for until the runtime has closed, so the tasks are stopped, not left running.
+  const controller = new AbortController();
+  const signals = onStopSignals(() => controller.abort());
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
     const progress = await openProgress(runtime.cm.tasks, io.stderr, progressMode(io.stderr, io.env), { color: useColor(io.stderr, io.env) });
     progress.start();
-    // Ctrl-C aborts the program (pending tool calls are cancelled, its subagents stopped when the
-    // runtime closes) and still prints what it had; a second Ctrl-C exits at once.
-    const controller = new AbortController();
-    const onSigint = (): void => {
-      if (controller.signal.aborted) process.exit(130);
-      controller.abort();
-    };
-    process.on("SIGINT", onSigint);
     let result: Awaited<ReturnType<typeof runtime.cm.run>>;
     try {
       // A call that needs a person is asked on the terminal when there is one (and the program did
@@ -97,11 +99,11 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
         ...(session === undefined ? {} : { session }),
       });
     } finally {
-      process.off("SIGINT", onSigint);
       progress.stop();
     }
-    return await reportRun(result, flags.json === true, io, runtime);
+    return signals.exitCode(await reportRun(result, flags.json === true, io, runtime));
   } finally {
     await runtime.close();
+    signals.dispose();
   }
 }

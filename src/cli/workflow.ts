@@ -12,6 +12,7 @@ import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, line, useColor, write, type Io } from
 import { openProgress } from "./open-progress.js";
 import { progressMode } from "./progress-mode.js";
 import { openRuntime, type Runtime } from "./runtime.js";
+import { onStopSignals, signalName, type StopSignals } from "./stop-signals.js";
 import { formatUsage } from "./usage-text.js";
 
 const WORKFLOW_FLAGS = {
@@ -31,8 +32,9 @@ outputs with {{ .nodes.<id>.output.<path> }}; see docs/workflows.md.
              Runs nothing. Exit 0 when it is valid, 1 when it is not.
   run        validate, then run it as a task: a line per node on stdout as it finishes, then the
              output of the nodes nothing depends on. Subagents' progress is shown live on stderr
-             when it is a terminal (as for run). Ctrl-C stops the workflow and its running nodes.
-             Exit 0 when every node succeeded, 1 otherwise.`,
+             when it is a terminal (as for run). Ctrl-C, SIGTERM or SIGHUP stops the workflow and
+             its running nodes (a second one exits at once).
+             Exit 0 when every node succeeded, 1 otherwise, 143 / 129 after SIGTERM / SIGHUP.`,
   flags: WORKFLOW_FLAGS,
 });
 
@@ -58,6 +60,9 @@ export async function workflowCommand(argv: readonly string[], io: Io): Promise<
   const inputs = coerceInputs(command, namedInputs(command, (flags.input as string[] | undefined) ?? []), text);
 
   const runtime = await openRuntime(loadConfig(io.cwd, flags.config as string | undefined), io.cwd, { warm: sub === "run" });
+  // `run` stops its workflow on Ctrl-C, SIGTERM or SIGHUP (runAndFollow), listening until the
+  // runtime has closed, so no node's task is left running.
+  const signals = sub === "run" ? onStopSignals() : undefined;
   try {
     for (const warning of runtime.warnings) await write(io.stderr, `codemode: warning: ${warning}\n`);
     const checked = validateWorkflow(
@@ -75,9 +80,10 @@ export async function workflowCommand(argv: readonly string[], io: Io): Promise<
       return EXIT_FAILED;
     }
     if (checked.warnings.length > 0 && !flags.json) await write(io.stderr, `${formatProblems([], checked.warnings, file)}\n\n`);
-    return await runAndFollow(runtime, io, text, inputs ?? {}, checked.plan, flags.json === true);
+    return signals!.exitCode(await runAndFollow(runtime, io, text, inputs ?? {}, checked.plan, flags.json === true, signals!));
   } finally {
     await runtime.close();
+    signals?.dispose();
   }
 }
 
@@ -139,7 +145,7 @@ function validationReport(file: string, valid: boolean, errors: readonly Workflo
   return `${body === "" ? "" : `${body}\n\n`}${summary}\n`;
 }
 
-async function runAndFollow(runtime: Runtime, io: Io, text: string, inputs: Record<string, unknown>, plan: WorkflowPlan, json: boolean): Promise<number> {
+async function runAndFollow(runtime: Runtime, io: Io, text: string, inputs: Record<string, unknown>, plan: WorkflowPlan, json: boolean, signals: StopSignals): Promise<number> {
   const { cm } = runtime;
   const host = cm.tasks;
   const started = await cm.callTool("ptc_workflow", { workflow: text, inputs, background: true });
@@ -180,11 +186,8 @@ async function runAndFollow(runtime: Runtime, io: Io, text: string, inputs: Reco
     }
   };
 
-  const onSigint = (): void => {
-    if (host.get(id)?.status === "stopping") process.exit(130);
-    void host.stop(id, "interrupted (Ctrl-C)").catch(() => undefined);
-  };
-  process.on("SIGINT", onSigint);
+  // A second signal exits at once (onStopSignals).
+  signals.onStop((signal) => void host.stop(id, `interrupted (${signalName(signal)})`).catch(() => undefined));
   progress.start();
   let ended = false;
   const end = host.wait(id).then(() => {
@@ -197,7 +200,6 @@ async function runAndFollow(runtime: Runtime, io: Io, text: string, inputs: Reco
     }
     await drain();
   } finally {
-    process.off("SIGINT", onSigint);
     progress.stop();
   }
   for (const shown of held) await write(io.stdout, shown);

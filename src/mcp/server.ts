@@ -29,6 +29,8 @@ export interface McpServeOptions {
   outputSchemas?: boolean;
   /** Least time between two progress notifications of one call (default 250 ms). */
   progressIntervalMs?: number;
+  /** Stop serving when it fires, as when stdin ends (`codemode mcp` on SIGTERM, say). */
+  signal?: AbortSignal;
 }
 
 /** The tools that start subagent tasks: their progress includes those tasks' status and output. */
@@ -137,17 +139,26 @@ export function createMcpServer(cm: Codemode, options: McpServeOptions = {}): Se
   return server;
 }
 
-/** Serve until stdin ends or the client closes the connection. */
+/** Serve until stdin ends, the client closes the connection or `options.signal` fires. */
 export async function serveMcpStdio(cm: Codemode, options: McpServeOptions = {}): Promise<void> {
   const stdin = options.stdin ?? process.stdin;
   const server = createMcpServer(cm, options);
   const transport = new StdioServerTransport(stdin, options.stdout ?? process.stdout);
+  let onAbort: (() => void) | undefined;
   const closed = new Promise<void>((resolve) => {
+    const close = () => void server.close().then(resolve, resolve);
     transport.onclose = () => resolve();
-    stdin.once("end", () => void server.close().then(resolve, resolve));
-    stdin.once("close", () => void server.close().then(resolve, resolve));
+    stdin.once("end", close);
+    stdin.once("close", close);
+    onAbort = close;
   });
-  await server.connect(transport);
-  // server.connect replaces onclose with its own handler that still calls ours.
-  await closed;
+  if (options.signal?.aborted) return;
+  options.signal?.addEventListener("abort", onAbort!, { once: true });
+  try {
+    await server.connect(transport);
+    // server.connect replaces onclose with its own handler that still calls ours.
+    await closed;
+  } finally {
+    options.signal?.removeEventListener("abort", onAbort!);
+  }
 }

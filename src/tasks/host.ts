@@ -749,9 +749,11 @@ export class TaskHost {
   get(id: string): TaskRecord | undefined {
     const live = this.live.get(id);
     if (live) return { ...live.record, outputBytes: this.store.outputSize(id) };
-    const pending = this.unrecorded.get(id);
-    if (pending) return { ...pending.record };
-    return this.store.get(id);
+    // As list() shows it: a task not finished (run by another host, say) grows its log without a
+    // record write per chunk, so its size is read from the log.
+    const known = this.unrecorded.get(id)?.record ?? this.store.get(id);
+    if (!known) return undefined;
+    return isTerminal(known.status) ? { ...known } : { ...known, outputBytes: this.store.outputSize(id) };
   }
 
   list(options: ListOptions = {}): { records: TaskRecord[]; total: number } {

@@ -2,7 +2,8 @@ import { describe, it, expect, afterEach } from "vitest";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { AgentRegistry, TaskHost, type TaskError, memoryTaskStore, buildArgv, type AgentInput } from "../../src/tasks/index.js";
+import { AgentRegistry, ClaudeStreamAdapter, TaskHost, type TaskError, memoryTaskStore, buildArgv, type AgentInput } from "../../src/tasks/index.js";
+import { CLAUDE_TRACKED_MESSAGES } from "../../src/tasks/drivers/claude-stream.js";
 import { commandDriver } from "../../src/tasks/drivers/command.js";
 
 const fixtures = join(import.meta.dirname, "..", "fixtures");
@@ -187,6 +188,53 @@ describe("a hostile command child", () => {
       'exited 0 after reporting an error: the command printed a 20.0 MiB line on stdout (line 1), over the 4.0 MiB line limit of protocol "claude-stream-json"; print one event per line, each under the limit',
     );
     expect(h.output(rec.id).output).toBe("[stdout line 1 cut: it ran to 20.0 MiB without a newline; the host keeps at most 4.0 MiB of one line]\n");
+  });
+
+  it("a Claude stream-json child printing a new message id per line: usage counted exactly, the adapter keeps a bounded few", async () => {
+    // The original report: every id (3 MiB each, or millions of small ones) was kept for the
+    // task's life until V8 aborted the host. Each message here is two block lines repeating its
+    // usage (counted once); every 1000th has a 1 MiB id; every 7th line has no id at all.
+    const script = `
+      const out = [];
+      const flush = () => { if (out.length) { process.stdout.write(out.join("")); out.length = 0; } };
+      for (let i = 0; i < 20000; i++) {
+        const id = i % 1000 === 999 ? "msg_" + String(i).padStart(8, "0") + "x".repeat(1 << 20) : "msg_" + i;
+        const usage = { input_tokens: 1, cache_read_input_tokens: 2, output_tokens: 3 };
+        const line = (text) => JSON.stringify({ type: "assistant", message: { id, content: [{ type: "text", text }], usage } }) + "\\n";
+        out.push(line(i === 0 ? "first" : ""), line(""));
+        if (i % 7 === 0) out.push(JSON.stringify({ type: "assistant", message: { content: [], usage: { output_tokens: 10 } } }) + "\\n");
+        if (out.length > 64) flush();
+      }
+      flush();
+      process.stdout.write(JSON.stringify({ type: "result", subtype: "success", result: "done", total_cost_usd: 0.5 }) + "\\n");
+    `;
+    const anonymous = Math.ceil(20000 / 7);
+    const usage = { input: 20000 * 3, output: 20000 * 3 + anonymous * 10, cost: 0.5, turns: 20000 + anonymous };
+    const h = host([cmd("claude-ids", script, { protocol: "claude-stream-json" })]);
+    const r = await h.spawn({ agent: "claude-ids", task: "t" });
+    expect([r.status, r.usage, h.output(r.id).output]).toStrictEqual(["succeeded", usage, "first"]);
+
+    // The same kind of stream through the adapter itself: what it keeps stays small.
+    const adapter = new ClaudeStreamAdapter();
+    const line = (id: string | undefined, input: number) =>
+      JSON.stringify({ type: "assistant", message: { ...(id === undefined ? {} : { id }), content: [], usage: { input_tokens: input, output_tokens: 1 } } });
+    let input = 0;
+    let turns = 0;
+    for (let i = 0; i < 5000; i++) {
+      const id = i % 500 === 0 ? `big${i}${"y".repeat(1 << 20)}` : `m${i}`;
+      for (const ev of [...adapter.line(line(id, 5)), ...adapter.line(line(id, 5)), ...adapter.line(line(undefined, 2))]) {
+        if (ev.type === "usage") input += ev.input;
+        if (ev.type === "turn") turns++;
+      }
+      expect(adapter.retained.messages).toBeLessThanOrEqual(CLAUDE_TRACKED_MESSAGES);
+      expect(adapter.retained.longestKey).toBeLessThanOrEqual(128);
+    }
+    expect([input, turns]).toStrictEqual([5000 * 7, 10000]);
+    // Lines of a few messages interleaved are still one message each, while recent.
+    const mixed = new ClaudeStreamAdapter();
+    const events = ["a", "b", "a", "b", "a"].flatMap((id) => mixed.line(line(id, 4)));
+    expect(events.filter((e) => e.type === "turn").length).toBe(2);
+    expect(events.filter((e) => e.type === "usage").length).toBe(2);
   });
 
   it("a task that would be read as an option is refused where the template puts it first; after -- any task goes", async () => {

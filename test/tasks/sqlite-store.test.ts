@@ -68,6 +68,32 @@ describe("SqliteTaskStore", () => {
     host.store.close();
   });
 
+  it("a task running on one host: another host on the store reads its output size from the log, in get() as in list()", async () => {
+    const dir = tempDir("store-");
+    const talker = "process.stdout.write('hello from the child\\n'); setInterval(() => {}, 1000)";
+    const agents = new AgentRegistry({ dirs: [], agents: [{ name: "talker", description: "d", driver: "command", command: [process.execPath, "-e", talker] }] });
+    const runner = new TaskHost({ store: sqliteTaskStore(dir), agents, killGraceMs: 100 });
+    const reader = new TaskHost({ store: sqliteTaskStore(dir), agents: echoAgents() });
+    try {
+      const t = await runner.spawn({ agent: "talker", task: "t", background: true });
+      const bytes = Buffer.byteLength("hello from the child\n");
+      for (let i = 0; i < 400 && reader.store.outputSize(t.id) < bytes; i++) await new Promise((r) => setTimeout(r, 25));
+      // The stored record was written when the task started, before any output.
+      expect([reader.store.get(t.id)!.status, reader.store.get(t.id)!.outputBytes]).toStrictEqual(["running", 0]);
+      const got = reader.get(t.id)!;
+      const listed = reader.list().records.find((r) => r.id === t.id)!;
+      expect([got.status, got.outputBytes, listed.outputBytes]).toStrictEqual(["running", bytes, bytes]);
+      expect(got).toStrictEqual(listed);
+      await runner.stop(t.id, "test");
+      // Once finished, the record's own count is the answer.
+      expect([reader.get(t.id)!.status, reader.get(t.id)!.outputBytes]).toStrictEqual(["canceled", bytes]);
+    } finally {
+      await runner.close();
+      runner.store.close();
+      reader.store.close();
+    }
+  });
+
   it("only the owner (status and owner compare-and-set) can move a record", () => {
     const dir = tempDir("store-");
     const store = sqliteTaskStore(dir);
