@@ -3,7 +3,7 @@
 // Everything is kept in memory while it fits the budget. Past it, the full text goes to a spill
 // file (appended as it arrives, so a flood never sits in memory) and only a head and a tail are
 // kept for the model, joined by a marker that says how much was cut and where the rest is.
-import { closeSync, writeSync } from "node:fs";
+import { closeSync, rmSync, writeSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { createExclusive, ensurePrivateDir } from "../safe-fs.js";
@@ -25,6 +25,8 @@ export class OutputCollector {
   private spillPath: string | undefined;
   private spilledBytes = 0;
   private spillCut = false;
+  /** Why the spill file could not be written (ENOSPC…): the marker says so instead of naming a cut. */
+  private spillFailed: string | undefined;
   private overflowed = false;
 
   constructor(
@@ -83,16 +85,17 @@ export class OutputCollector {
       }
       const room = this.maxSpillBytes - this.spilledBytes;
       const buffer = Buffer.from(piece);
-      if (buffer.length > room) {
-        writeSync(this.spillFd, buffer.subarray(0, Math.max(0, room)));
-        this.spilledBytes += Math.max(0, room);
-        this.spillCut = true;
-        return;
+      const part = buffer.length > room ? buffer.subarray(0, Math.max(0, room)) : buffer;
+      // writeSync may write less than asked (a disk filling up): count only what reached the file.
+      for (let at = 0; at < part.length; ) {
+        const written = writeSync(this.spillFd, part, at, part.length - at);
+        at += written;
+        this.spilledBytes += written;
       }
-      writeSync(this.spillFd, buffer);
-      this.spilledBytes += buffer.length;
-    } catch {
-      // A spill that cannot be written must not fail the run; the marker says the file is missing.
+      if (buffer.length > room) this.spillCut = true;
+    } catch (error) {
+      // A spill that cannot be written must not fail the run; the marker says what was saved.
+      this.spillFailed = (error as NodeJS.ErrnoException)?.code ?? "an I/O error";
       this.spillCut = true;
     }
   }
@@ -118,7 +121,13 @@ export class OutputCollector {
       this.spill(full);
       this.close();
     }
-    const note = spillNote(this.spillPath, this.spillCut ? this.maxSpillBytes : undefined);
+    const failure = this.spillFailed === undefined ? undefined : { code: this.spillFailed, savedBytes: this.spilledBytes };
+    // Nothing of it reached the disk: no empty file is left for anyone to mistake for the output.
+    if (failure !== undefined && failure.savedBytes === 0 && this.spillPath !== undefined) {
+      rmSync(this.spillPath, { force: true });
+      this.spillPath = undefined;
+    }
+    const note = spillNote(this.spillPath, this.spillCut ? this.maxSpillBytes : undefined, failure);
     const text = cutToBudget({ head: full ?? this.head, tail: full ?? this.tail, totalBytes: this.bytes }, room, note, pinnedBytes);
     return { text, truncated: true, totalBytes: this.bytes, ...(this.spillPath !== undefined ? { fullOutputPath: this.spillPath } : {}) };
   }

@@ -37,8 +37,9 @@ export interface BoundText {
 export type BoundOutput = (text: string, budget: number, pinnedBytes?: number) => BoundText;
 
 /** Where the whole text is, as the marker states it. */
-export function spillNote(path: string | undefined, cutAtBytes?: number): string {
-  if (path === undefined) return "the full output could not be saved";
+export function spillNote(path: string | undefined, cutAtBytes?: number, failure?: { code: string; savedBytes: number }): string {
+  if (path === undefined || (failure !== undefined && failure.savedBytes === 0)) return `the full output could not be saved${failure ? ` (${failure.code})` : ""}`;
+  if (failure !== undefined) return `the first ${failure.savedBytes} bytes of the full output: ${path} (the rest could not be saved: ${failure.code})`;
   return `full output: ${path}${cutAtBytes !== undefined ? `, cut at ${cutAtBytes} bytes` : ""}`;
 }
 
