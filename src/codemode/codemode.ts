@@ -36,7 +36,7 @@ import { codeDigest, ContinuationError, ContinuationVault, type PendingApproval 
 import type { ApprovalGate } from "../tools/index.js";
 import { declarationsOf } from "../tools/declarations.js";
 import { SESSION_NAME, SessionStores } from "./sessions.js";
-import type { RunResult } from "./run-result.js";
+import { addLateWarning, type RunResult } from "./run-result.js";
 import { runCodeTool } from "./run-code-tool.js";
 import { ToolSet, toolMapFacts, type ToolFilter, type ToolKind } from "./tool-set.js";
 import { spillingBound } from "./output.js";
@@ -387,7 +387,8 @@ export class Codemode {
       try {
         await this.sessions.save(session);
       } catch (error) {
-        result.details.warnings.push(`the session "${session}" could not be saved: ${(error as Error).message}`);
+        // The content is already rendered: the model must still read that its values are gone.
+        addLateWarning(result, `the session "${session}" could not be saved, so what this run stored is not kept for the next run: ${(error as Error).message}`);
       }
     }
     traced?.end(result);

@@ -163,6 +163,18 @@ export function buildRunResult(outcome: RunOutcome): RunResult {
   return result;
 }
 
+/**
+ * A warning about a run found after its result was rendered (its session's save failed): into
+ * details.warnings and at the end of `content`, cut like any other warning, so the model reads
+ * it too. (At most a warning's length past the output budget, once, on a failure the run never saw.)
+ */
+export function addLateWarning(result: RunResult, warning: string): void {
+  const shown = wellFormed(warning);
+  result.details.warnings.push(shown);
+  const block = result.content[0];
+  if (block) block.text += `\n\nWarning: ${shown.length > WARNING_CHARS ? `${headChars(shown, WARNING_CHARS)}…` : shown}`;
+}
+
 function warningsText(warnings: readonly string[]): string {
   if (warnings.length === 0) return "";
   const lines = warnings.slice(0, CONTENT_WARNINGS).map((warning) => `- ${warning.length > WARNING_CHARS ? `${headChars(warning, WARNING_CHARS)}…` : warning}`);

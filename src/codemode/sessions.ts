@@ -176,9 +176,13 @@ async function lock(path: string): Promise<() => void> {
       const fd = createExclusive(path);
       try {
         writeAll(fd, Buffer.from(JSON.stringify(owner)));
-      } finally {
+      } catch (error) {
+        // A full disk: a lock with no owner in it would make the next save wait 5 s to take it over.
         closeSync(fd);
+        removeFile(path);
+        throw error;
       }
+      closeSync(fd);
       return () => removeFile(path);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;

@@ -187,7 +187,9 @@ describe("createCodemode with subagents", () => {
     const cm = await open({ dataDir, agentDirs: [] });
     const result = await cm.run(`store("k", 1); return 7`, { session: "s" });
     expect(result.structuredContent.value).toBe(7);
-    expect(result.details.warnings).toStrictEqual([expect.stringMatching(/^the session "s" could not be saved: /)]);
+    expect(result.details.warnings).toStrictEqual([expect.stringMatching(/^the session "s" could not be saved, so what this run stored is not kept for the next run: /)]);
+    // The model reads it too: its stored values are gone.
+    expect(result.content[0]!.text).toMatch(/^7\n\nWarning: the session "s" could not be saved, so what this run stored is not kept for the next run: /);
   });
 
   it("rejects malformed agent options naming the field", async () => {

@@ -2,7 +2,7 @@
 // ENOSPC, a read-only bind mount, SIGKILL, PID namespaces via unshare), detected once, so each
 // test can say in its name when it has to fall back to an injected fault instead.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, fstatSync, ftruncateSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -47,6 +47,22 @@ export function smallTmpfs(size: string): string {
   run("mount", ["-t", "tmpfs", "-o", `size=${size}`, "tmpfs", dir]);
   cleanups.push(() => run("umount", ["-l", dir]));
   return dir;
+}
+
+/** Fills the disk under `dir` with one file, then gives `roomBytes` back; returns the undo. */
+export function fillDisk(dir: string, roomBytes: number): () => void {
+  const fd = openSync(join(dir, "ballast"), "w");
+  const block = Buffer.alloc(64 * 1024);
+  try {
+    for (;;) writeSync(fd, block);
+  } catch {
+    // ENOSPC: full.
+  }
+  ftruncateSync(fd, Math.max(0, fstatSync(fd).size - roomBytes));
+  return () => {
+    ftruncateSync(fd, 0);
+    closeSync(fd);
+  };
 }
 
 /** Makes `dir` read-only where it is (a read-only bind mount over itself); returns the undo. */

@@ -1,29 +1,13 @@
 // Output past the budget is spilled to a file the model is pointed at. On a full disk that file
 // used to be left empty while the marker said "full output: <file>, cut at 64 MiB": a model or a
 // person then read a file that held nothing. Now the marker says what was saved and why not the rest.
-import { closeSync, ftruncateSync, fstatSync, openSync, readdirSync, readFileSync, writeSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createCodemode } from "../../src/index.js";
-import { cleanUp, isRoot, smallTmpfs } from "./helpers.js";
+import { cleanUp, fillDisk, isRoot, smallTmpfs } from "./helpers.js";
 
 afterAll(cleanUp);
-
-/** Fills the disk under `dir` with one file, then gives `roomBytes` back; returns the undo. */
-function fill(dir: string, roomBytes: number): () => void {
-  const fd = openSync(join(dir, "ballast"), "w");
-  const block = Buffer.alloc(64 * 1024);
-  try {
-    for (;;) writeSync(fd, block);
-  } catch {
-    // ENOSPC: full.
-  }
-  ftruncateSync(fd, Math.max(0, fstatSync(fd).size - roomBytes));
-  return () => {
-    ftruncateSync(fd, 0);
-    closeSync(fd);
-  };
-}
 
 const lines = (n: number) => Array.from({ length: n }, (_, i) => `line ${i}`).join("\n");
 
@@ -35,7 +19,7 @@ describe("spilled output on a full disk", () => {
       await cm.run(`text("warm")`);
       const spill = join(dataDir, "spill");
       // Room for a little of the output: the file holds its first bytes, the marker says so.
-      let undo = fill(dataDir, 16 * 1024);
+      let undo = fillDisk(dataDir, 16 * 1024);
       const some = await cm.run(`for (let i = 0; i < 40000; i++) text("line " + i)`, { limits: { outputBudget: 2000 } });
       const path = some.details.fullOutputPath!;
       const saved = readFileSync(path, "utf8");
@@ -44,7 +28,7 @@ describe("spilled output on a full disk", () => {
       expect(some.content[0]!.text).toContain(`the first ${saved.length} bytes of the full output: ${path} (the rest could not be saved: ENOSPC)`);
       undo();
       // No room at all: no file is left, and the marker says nothing was saved.
-      undo = fill(dataDir, 0);
+      undo = fillDisk(dataDir, 0);
       const none = await cm.run(`for (let i = 0; i < 40000; i++) text("line " + i)`, { limits: { outputBudget: 2000 } });
       expect(Object.hasOwn(none.details, "fullOutputPath")).toBe(false);
       expect(none.content[0]!.text).toMatch(/; the full output could not be saved \(ENOSPC\) …\]/);
