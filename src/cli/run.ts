@@ -1,10 +1,9 @@
 // `codemode run <file|->`: run one program with the configured tools; print `content` (or, with
 // --json, all three channels). Exit 0 when the program succeeded, 1 when it failed, 2 for usage.
-import { readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { resolve } from "node:path";
 import { commandHelp, CONFIG_FLAG, HELP_FLAG, parseArgs, parseDuration, usageFlags, UsageError, type FlagTable } from "./args.js";
 import { loadConfig } from "./config.js";
-import { text } from "node:stream/consumers";
 import { EXIT_OK, useColor, write, type Io } from "./io.js";
 import { SESSION_NAME } from "../codemode/sessions.js";
 import { openRuntime } from "./runtime.js";
@@ -13,6 +12,24 @@ import { reportRun } from "./report-run.js";
 import { openProgress } from "./open-progress.js";
 import { progressMode } from "./progress-mode.js";
 import { onStopSignals } from "./stop-signals.js";
+import { readRegularFile, UnsafeFileError } from "../safe-fs.js";
+import { formatBytes } from "../text.js";
+
+/** The largest program `codemode run` reads (a file or stdin): far past any program, short of a file read whole by mistake. */
+const PROGRAM_MAX_BYTES = 16 * 1024 * 1024;
+
+/** A program piped in, read up to PROGRAM_MAX_BYTES (a stream without end would otherwise grow the host without bound). */
+async function programFromStdin(stdin: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of stdin) {
+    const buffer = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer);
+    bytes += buffer.length;
+    if (bytes > PROGRAM_MAX_BYTES) throw new UsageError(`codemode run: the program on stdin is over ${formatBytes(PROGRAM_MAX_BYTES)}; a program is code, not data — read data with tools`);
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
 
 const RUN_FLAGS = {
   json: { type: "boolean", short: "j", description: "print all three channels as JSON: content, structuredContent, details" },
@@ -61,7 +78,7 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
 
   const source = positionals[0]!;
   let code: string;
-  if (source === "-") code = await text(io.stdin);
+  if (source === "-") code = await programFromStdin(io.stdin);
   else {
     const file = resolve(io.cwd, source);
     let isFile = false;
@@ -71,7 +88,16 @@ export async function runCommand(argv: readonly string[], io: Io): Promise<numbe
       throw new UsageError(`codemode run: cannot read the program "${source}": no such file`);
     }
     if (!isFile) throw new UsageError(`codemode run: the program "${source}" is not a file`);
-    code = readFileSync(file, "utf8");
+    let bytes: Buffer | undefined;
+    try {
+      bytes = readRegularFile(file, { maxBytes: PROGRAM_MAX_BYTES, follow: true });
+    } catch (error) {
+      if (error instanceof UnsafeFileError && error.reason === "too_large")
+        throw new UsageError(`codemode run: the program "${source}" is over ${formatBytes(PROGRAM_MAX_BYTES)}; a program is code, not data — read data with tools`);
+      throw new UsageError(`codemode run: cannot read the program "${source}": ${(error as Error).message}`);
+    }
+    if (bytes === undefined) throw new UsageError(`codemode run: cannot read the program "${source}": no such file`);
+    code = bytes.toString("utf8");
   }
   if (code.trim() === "") throw new UsageError(`codemode run: the program ${source === "-" ? "on stdin" : `"${source}"`} is empty`);
 

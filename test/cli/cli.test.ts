@@ -143,6 +143,18 @@ describe("usage and configuration errors exit 2 and say what to fix", () => {
     ],
     ["config: workspace", ["run", "x.js"], JSON.stringify({ workspace: { write: "yes" } }), 'codemode.json:1:23: workspace.write must be true or false, got the string "yes"\n'],
   ];
+  it("a program file past 16 MiB (a data file run by mistake) is refused before it is read; the next run works", async () => {
+    const cwd = tempProject(undefined, { "x.js": "text(1)" });
+    // Sparse: 3 GiB on the file system, no disk used. It used to be read whole (4 GB of memory, then a crash).
+    execFileSync("truncate", ["-s", "3G", join(cwd, "huge.js")]);
+    expect(await runCli(["run", "huge.js"], { cwd })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: 'codemode run: the program "huge.js" is over 16.0 MiB; a program is code, not data — read data with tools\nRun codemode help for usage.\n',
+    });
+    expect(await runCli(["run", "x.js"], { cwd })).toMatchObject({ code: 0, stdout: "1\n" });
+  });
+
   for (const [name, args, config, stderr] of cases) {
     it(name, async () => {
       const cwd = tempProject(config, { "x.js": "text(1)" });
