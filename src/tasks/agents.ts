@@ -10,7 +10,7 @@ import { closestNames, isCloseName } from "../tools/identifiers.js";
 import { TaskError } from "./errors.js";
 import { yamlLibrary } from "../yaml-library.js";
 import { openRegular, readAt, readRegularFile, UnsafeFileError } from "../safe-fs.js";
-import { formatBytes } from "../text.js";
+import { formatBytes, formatBytesOver } from "../text.js";
 import type { DriverKind } from "./types.js";
 import type { TraceScope } from "../tracing.js";
 
@@ -232,14 +232,9 @@ function readAgentFile(path: string, where: string): string {
     if (!(err instanceof UnsafeFileError)) throw err;
     if (err.reason === "not_regular_file") throw new TaskError("agent_invalid", `${where}: is ${err.found}, not a regular file; an agent file must be a regular file`);
     if (err.reason === "too_large") {
-      const size = err.found;
-      // Sizes as people read them, unless that would show the same size twice.
-      const [shown, max] =
-        typeof size === "number" && formatBytes(size) === formatBytes(AGENT_FILE_MAX_BYTES)
-          ? [`${size} bytes`, `${AGENT_FILE_MAX_BYTES} bytes`]
-          : [formatBytes(size as number), formatBytes(AGENT_FILE_MAX_BYTES)];
-      const what = typeof size === "number" ? `is ${shown}, larger than` : "grew while it was read, past";
-      throw new TaskError("agent_invalid", `${where}: ${what} the ${max} an agent file may be`);
+      if (typeof err.found !== "number") throw new TaskError("agent_invalid", `${where}: grew while it was read, past the ${formatBytes(AGENT_FILE_MAX_BYTES)} an agent file may be`);
+      const [size, max] = formatBytesOver(err.found, AGENT_FILE_MAX_BYTES);
+      throw new TaskError("agent_invalid", `${where}: is ${size}, larger than the ${max} an agent file may be`);
     }
     throw err;
   }

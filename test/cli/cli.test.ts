@@ -230,6 +230,35 @@ describe("an agents directory holding a FIFO, a device or a huge file", () => {
   });
 });
 
+describe("a script agent whose program file is a FIFO or a device", () => {
+  it("its task fails at once saying so, the run exits, and a script agent with a real program still runs", async () => {
+    const cwd = tempProject();
+    const agents = join(cwd, ".codemode", "agents");
+    mkdirSync(agents, { recursive: true });
+    execFileSync("mkfifo", [join(agents, "pipe.js")]);
+    symlinkSync("/dev/zero", join(agents, "zero.js"));
+    writeFileSync(join(agents, "ok.js"), `text("ok: " + task)`);
+    for (const name of ["pipe", "zero", "ok"]) writeFileSync(join(agents, `${name}.md`), `---\ndescription: d\ndriver: script\nscript: ${name}.js\n---\n`);
+    // Before, the FIFO's read blocked a libuv thread and the CLI never exited; /dev/zero read 670 MB and failed with "Invalid string length".
+    for (const [name, what] of [
+      ["pipe", "a FIFO"],
+      ["zero", "a character device"],
+    ]) {
+      const run = await runCli(["run", "-"], { cwd, timeoutMs: 30_000, stdin: `await tools.ptc_subagent({ agent: "${name}", task: "x" })` });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(
+        `failed: cannot read the program of agent "${name}" (${join(agents, `${name}.js`)}): it is ${what}, not a regular file; fix the "script" field of ${join(agents, `${name}.md`)}`,
+      );
+    }
+    const ok = await runCli(["run", "-"], {
+      cwd,
+      timeoutMs: 30_000,
+      stdin: `await tools.ptc_subagent({ agent: "ok", task: "x" }); text((await tools.ptc_task_output({ task_id: (await tools.ptc_task_list({})).tasks.find((t) => t.status === "succeeded").id })).output);`,
+    });
+    expect(ok).toEqual({ code: 0, stdout: "ok: x\n", stderr: "" });
+  });
+});
+
 describe("codemode init and help", () => {
   it("init writes a starter project whose sample program runs; a second init keeps the files", async () => {
     const cwd = tempProject();
