@@ -141,8 +141,12 @@ export function readRegularFile(path: string, options: { maxBytes: number; follo
   }
 }
 
-/** Throws when `path` is a symbolic link (for files a library opens by name, such as SQLite's). */
-export function refuseLink(path: string): void {
+/**
+ * Throws when `path` exists and is anything but a regular file — a link, a FIFO, a device, a
+ * directory (for files a library opens by name, such as SQLite's: opening a FIFO would block it
+ * forever). `advice` ends the message: what to do about it.
+ */
+export function refuseNotRegular(path: string, advice: string): void {
   let st: Stats;
   try {
     st = lstatSync(path);
@@ -150,6 +154,8 @@ export function refuseLink(path: string): void {
     return;
   }
   if (st.isSymbolicLink()) throw new UnsafeFileError(linkMessage(path), "symbolic_link");
+  const wrong = notRegular(st);
+  if (wrong) throw new UnsafeFileError(`${path} is ${wrong}, not a regular file; ${advice}`, "not_regular_file", wrong);
 }
 
 /** Size of a regular file that is not a link; 0 when missing or anything else. */

@@ -259,6 +259,21 @@ describe("a script agent whose program file is a FIFO or a device", () => {
   });
 });
 
+describe("a FIFO planted as the task database", () => {
+  it("every command stops at once naming the file and the fix; moved aside, the next run works", async () => {
+    const cwd = tempProject(undefined, { "hi.js": `text("hi")` });
+    const db = join(cwd, ".codemode", "state", "tasks.db");
+    mkdirSync(join(cwd, ".codemode", "state"), { recursive: true, mode: 0o700 });
+    execFileSync("mkfifo", [db]);
+    const stderr = `codemode: ${db} is a FIFO, not a regular file; the task database and its -wal, -shm and -journal files must be regular files: move it aside (mv "${db}" "${db}.bad")\n`;
+    // Before, SQLite's open of the FIFO hung each of these until killed.
+    expect(await runCli(["run", "hi.js"], { cwd, timeoutMs: 30_000 })).toEqual({ code: 1, stdout: "", stderr });
+    expect(await runCli(["tasks"], { cwd, timeoutMs: 30_000 })).toEqual({ code: 1, stdout: "", stderr });
+    execFileSync("mv", [db, `${db}.bad`]);
+    expect(await runCli(["run", "hi.js"], { cwd, timeoutMs: 30_000 })).toEqual({ code: 0, stdout: "hi\n", stderr: "" });
+  });
+});
+
 describe("codemode init and help", () => {
   it("init writes a starter project whose sample program runs; a second init keeps the files", async () => {
     const cwd = tempProject();

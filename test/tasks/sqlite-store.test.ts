@@ -1,6 +1,6 @@
 import { describe, it, expect, afterAll } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -237,6 +237,43 @@ describe("a data dir with bad rows or a damaged database", () => {
     );
     writeFileSync(file, "this is not a database, just text that is long enough to have a header".repeat(10));
     expect(() => sqliteTaskStore(dir)).toThrow(`the task database ${file} failed: file is not a database; the file is damaged or is not a task database: move it aside`);
+  });
+});
+
+describe("a task database that is not a regular file", () => {
+  it("a FIFO, a link or a directory as tasks.db or one of its -wal, -shm, -journal files is refused at once, naming it and the fix; moved aside, the store works", async () => {
+    const dir = tempDir("special-db-");
+    const host = new TaskHost({ store: sqliteTaskStore(dir), agents: echoAgents() });
+    const first = await host.spawn({ agent: "echo", task: "kept" });
+    await host.close();
+    host.store.close();
+    const refused = (path: string, what: string) =>
+      `${path} is ${what}, not a regular file; the task database and its -wal, -shm and -journal files must be regular files: move it aside (mv "${path}" "${path}.bad")`;
+    const db = join(dir, "tasks.db");
+    for (const name of ["tasks.db-wal", "tasks.db-shm", "tasks.db-journal"]) {
+      const path = join(dir, name);
+      rmSync(path, { force: true });
+      execFileSync("mkfifo", [path]);
+      // Before, SQLite's open of the FIFO blocked the process for good.
+      expect(() => sqliteTaskStore(dir)).toThrow(refused(path, "a FIFO"));
+      rmSync(path);
+    }
+    renameSync(db, `${db}.real`);
+    execFileSync("mkfifo", [db]);
+    expect(() => sqliteTaskStore(dir)).toThrow(refused(db, "a FIFO"));
+    rmSync(db);
+    mkdirSync(db);
+    expect(() => sqliteTaskStore(dir)).toThrow(refused(db, "a directory"));
+    rmSync(db, { recursive: true });
+    symlinkSync("/dev/zero", db);
+    expect(() => sqliteTaskStore(dir)).toThrow(`${db} is a symbolic link; the runtime does not follow links among its own files — remove it`);
+    rmSync(db);
+    renameSync(`${db}.real`, db);
+    const again = new TaskHost({ store: sqliteTaskStore(dir), agents: echoAgents() });
+    expect(again.get(first.id)?.status).toBe("succeeded");
+    expect((await again.spawn({ agent: "echo", task: "next" })).status).toBe("succeeded");
+    await again.close();
+    again.store.close();
   });
 });
 
