@@ -291,4 +291,37 @@ describe("host liveness on a data dir", () => {
     store.close();
     expect(readdirSync(join(dir, "hosts"))).toStrictEqual([]);
   });
+
+  it("a FIFO or a link in place of another host's lock file is no host's lock: its record is lost at start-up, nothing waits on it", async () => {
+    const dir = tempDir("liveness-fifo-");
+    const store = sqliteTaskStore(dir);
+    const record = (id: string, hostId: string): TaskRecord => ({
+      id,
+      agent: "echo",
+      driver: "function",
+      task: "t",
+      label: "t",
+      depth: 1,
+      background: true,
+      cwd: "/",
+      status: "running",
+      owner: { pid: 1, startTime: "proc:1", hostId },
+      createdAt: 1,
+      outputBytes: 0,
+    });
+    store.insert(record("01ARZ3NDEKTSV4RRFFQ69G5FB1", "00ff00ff00ff"));
+    store.insert(record("01ARZ3NDEKTSV4RRFFQ69G5FB2", "11ee11ee11ee"));
+    store.close();
+    // Before, opening the FIFO to ask for its lock blocked the process for good.
+    execFileSync("mkfifo", [join(dir, "hosts", "00ff00ff00ff.lock")]);
+    symlinkSync("/dev/zero", join(dir, "hosts", "11ee11ee11ee.lock"));
+    const host = new TaskHost({ store: sqliteTaskStore(dir), agents: echoAgents() });
+    expect(host.list().records.map((r) => [r.id, r.status])).toStrictEqual([
+      ["01ARZ3NDEKTSV4RRFFQ69G5FB1", "lost"],
+      ["01ARZ3NDEKTSV4RRFFQ69G5FB2", "lost"],
+    ]);
+    expect((await host.spawn({ agent: "echo", task: "next" })).status).toBe("succeeded");
+    await host.close();
+    host.store.close();
+  });
 });
