@@ -17,6 +17,8 @@ export class UnsafeFileError extends Error {
   constructor(
     message: string,
     readonly reason: "symbolic_link" | "not_regular_file" | "not_directory" | "foreign_owner" | "too_large",
+    /** What was found, for a caller that words its own message: "a FIFO" (not_regular_file), the size in bytes (too_large, unless the file grew while it was read). */
+    readonly found?: string | number,
   ) {
     super(message);
   }
@@ -105,7 +107,7 @@ export function openRegular(path: string, options: { follow?: boolean } = {}): {
   const wrong = notRegular(stat);
   if (wrong) {
     closeSync(fd);
-    throw new UnsafeFileError(`${path} is ${wrong}; only regular files are read`, "not_regular_file");
+    throw new UnsafeFileError(`${path} is ${wrong}; only regular files are read`, "not_regular_file", wrong);
   }
   return { fd, stat };
 }
@@ -128,7 +130,7 @@ export function readRegularFile(path: string, options: { maxBytes: number; follo
   if (!opened) return undefined;
   try {
     if (opened.stat.size > options.maxBytes) {
-      throw new UnsafeFileError(`${path} is ${opened.stat.size} bytes; at most ${options.maxBytes} are read`, "too_large");
+      throw new UnsafeFileError(`${path} is ${opened.stat.size} bytes; at most ${options.maxBytes} are read`, "too_large", opened.stat.size);
     }
     // One byte more than allowed tells a file that grew since fstat from one that did not.
     const buf = readAt(opened.fd, 0, options.maxBytes + 1);
@@ -139,8 +141,12 @@ export function readRegularFile(path: string, options: { maxBytes: number; follo
   }
 }
 
-/** Throws when `path` is a symbolic link (for files a library opens by name, such as SQLite's). */
-export function refuseLink(path: string): void {
+/**
+ * Throws when `path` exists and is anything but a regular file — a link, a FIFO, a device, a
+ * directory (for files a library opens by name, such as SQLite's: opening a FIFO would block it
+ * forever). `advice` ends the message: what to do about it.
+ */
+export function refuseNotRegular(path: string, advice: string): void {
   let st: Stats;
   try {
     st = lstatSync(path);
@@ -148,6 +154,8 @@ export function refuseLink(path: string): void {
     return;
   }
   if (st.isSymbolicLink()) throw new UnsafeFileError(linkMessage(path), "symbolic_link");
+  const wrong = notRegular(st);
+  if (wrong) throw new UnsafeFileError(`${path} is ${wrong}, not a regular file; ${advice}`, "not_regular_file", wrong);
 }
 
 /** Size of a regular file that is not a link; 0 when missing or anything else. */

@@ -13,6 +13,11 @@ export function formatBytes(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
+/** A size over a limit and the limit, as formatBytes shows them, or in bytes when that would show the same size twice. */
+export function formatBytesOver(size: number, limit: number): [size: string, limit: string] {
+  return formatBytes(size) === formatBytes(limit) ? [`${size} bytes`, `${limit} bytes`] : [formatBytes(size), formatBytes(limit)];
+}
+
 /** "850ms", "4.2s", "3m05s": the one way durations are shown. Rounded once, so 59.97 s is "1m00s", never "60.0s". */
 export function formatDuration(ms: number): string {
   if (ms < 999.5) return `${Math.round(ms)}ms`;

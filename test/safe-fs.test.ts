@@ -5,7 +5,18 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { appendPrivate, createExclusive, ensurePrivateDir, openRegular, PrivateTempDir, readRegularFile, regularFileSize, replaceFileAtomic, UnsafeFileError } from "../src/safe-fs.js";
+import {
+  appendPrivate,
+  createExclusive,
+  ensurePrivateDir,
+  openRegular,
+  PrivateTempDir,
+  readRegularFile,
+  refuseNotRegular,
+  regularFileSize,
+  replaceFileAtomic,
+  UnsafeFileError,
+} from "../src/safe-fs.js";
 
 const base = mkdtempSync(join(tmpdir(), "safe-fs-"));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -42,6 +53,20 @@ describe("safe-fs", () => {
     expect(readRegularFile(join(d, "link"), { maxBytes: 100, follow: true })!.toString()).toBe("secret");
     expect(openRegular(join(d, "missing"))).toBeUndefined();
     expect([regularFileSize(join(d, "target")), regularFileSize(join(d, "link")), regularFileSize(join(d, "fifo"))]).toStrictEqual([6, 0, 0]);
+  });
+
+  it("refuseNotRegular passes a regular or missing file and refuses a link, a FIFO, a device or a directory, ending with the caller's advice", () => {
+    const d = dir();
+    writeFileSync(join(d, "file"), "x");
+    execFileSync("mkfifo", [join(d, "fifo")]);
+    symlinkSync("/dev/null", join(d, "link"));
+    mkdirSync(join(d, "sub"));
+    expect(() => refuseNotRegular(join(d, "file"), "fix it")).not.toThrow();
+    expect(() => refuseNotRegular(join(d, "missing"), "fix it")).not.toThrow();
+    expect(failure(() => refuseNotRegular(join(d, "fifo"), "fix it"))).toStrictEqual({ reason: "not_regular_file", message: `${join(d, "fifo")} is a FIFO, not a regular file; fix it` });
+    expect(failure(() => refuseNotRegular(join(d, "sub"), "fix it"))).toStrictEqual({ reason: "not_regular_file", message: `${join(d, "sub")} is a directory, not a regular file; fix it` });
+    expect(failure(() => refuseNotRegular("/dev/null", "fix it"))).toStrictEqual({ reason: "not_regular_file", message: "/dev/null is a character device, not a regular file; fix it" });
+    expect(failure(() => refuseNotRegular(join(d, "link"), "fix it")).reason).toBe("symbolic_link");
   });
 
   it("appends and creates 0600 files, never through a link; replaces a planted link by rename, never writing its target", () => {

@@ -2,13 +2,15 @@
 // `<cwd>/.codemode/agents/` and `~/.codemode/agents/`) or a definition registered in code; both are
 // validated by one zod schema into an AgentDefinition, and the AgentRegistry finds them by name
 // (code first, then the directories in order). docs/tasks.md#agents-and-drivers.
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { closeSync, existsSync, readdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 import { closestNames, isCloseName } from "../tools/identifiers.js";
 import { TaskError } from "./errors.js";
 import { yamlLibrary } from "../yaml-library.js";
+import { openRegular, readAt, readRegularFile, UnsafeFileError } from "../safe-fs.js";
+import { formatBytes, formatBytesOver } from "../text.js";
 import type { DriverKind } from "./types.js";
 import type { TraceScope } from "../tracing.js";
 
@@ -214,13 +216,39 @@ function lineAt(text: string, offset: number, first: number): number {
   return line;
 }
 
+/** The largest agent file read (docs/limits.md): front matter and a prompt, not a data file. */
+export const AGENT_FILE_MAX_BYTES = 1024 * 1024;
+
+/**
+ * An agent file's text, read as the host reads its configuration: a regular file (a link is
+ * followed to one) of at most AGENT_FILE_MAX_BYTES. A FIFO, a device or a huge file planted
+ * among the agents is refused at once rather than hanging or exhausting every command.
+ */
+function readAgentFile(path: string, where: string): string {
+  let bytes: Buffer | undefined;
+  try {
+    bytes = readRegularFile(path, { maxBytes: AGENT_FILE_MAX_BYTES, follow: true });
+  } catch (err) {
+    if (!(err instanceof UnsafeFileError)) throw err;
+    if (err.reason === "not_regular_file") throw new TaskError("agent_invalid", `${where}: is ${err.found}, not a regular file; an agent file must be a regular file`);
+    if (err.reason === "too_large") {
+      if (typeof err.found !== "number") throw new TaskError("agent_invalid", `${where}: grew while it was read, past the ${formatBytes(AGENT_FILE_MAX_BYTES)} an agent file may be`);
+      const [size, max] = formatBytesOver(err.found, AGENT_FILE_MAX_BYTES);
+      throw new TaskError("agent_invalid", `${where}: is ${size}, larger than the ${max} an agent file may be`);
+    }
+    throw err;
+  }
+  if (bytes === undefined) throw new TaskError("agent_invalid", `${where}: no such file`);
+  return bytes.toString("utf8");
+}
+
 /**
  * Parses one agent file: YAML front matter (the `yaml` package's document, so every problem is
  * placed at its line in the file) and a Markdown body.
  */
 export function parseAgentFile(path: string, text?: string): AgentDefinition {
   const where = `agent file "${path}"`;
-  const source = text ?? readFileSync(path, "utf8");
+  const source = text ?? readAgentFile(path, where);
   const m = FRONT_MATTER.exec(source);
   if (!m) throw new TaskError("agent_invalid", `${where}: must start with YAML front matter between "---" lines (name, description, driver, …)`);
   const front = m[1]!;
@@ -326,11 +354,22 @@ export function loadAgentDir(dir: string): { agents: AgentDefinition[]; problems
   return { agents, problems };
 }
 
-/** The `name:` a broken file declares, read line by line (its YAML may not parse). */
+/**
+ * The `name:` a broken file declares, read line by line (its YAML may not parse) in its first
+ * 64 KiB; undefined for anything but a regular file (opened as parseAgentFile opens it: never
+ * waiting on a FIFO).
+ */
 function declaredName(file: string): string | undefined {
   try {
-    const match = /^name:[ \t]*["']?([A-Za-z0-9][A-Za-z0-9_.-]*)["']?[ \t]*$/m.exec(readFileSync(file, "utf8").slice(0, 64 * 1024));
-    return match?.[1];
+    const opened = openRegular(file, { follow: true });
+    if (!opened) return undefined;
+    let head: string;
+    try {
+      head = readAt(opened.fd, 0, 64 * 1024).toString("utf8");
+    } finally {
+      closeSync(opened.fd);
+    }
+    return /^name:[ \t]*["']?([A-Za-z0-9][A-Za-z0-9_.-]*)["']?[ \t]*$/m.exec(head)?.[1];
   } catch {
     return undefined;
   }

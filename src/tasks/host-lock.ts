@@ -4,7 +4,7 @@
 // host — in another PID namespace or container sharing the volume, where the owner's pid means
 // nothing — asks for a shared lock on that file: refused means alive, granted means dead. Node has
 // no flock(2) without a native addon; better-sqlite3 is already one, and its locks are exactly this.
-import { existsSync, mkdirSync, unlinkSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
 import { openDatabase, type Database } from "./sqlite.js";
 
@@ -69,7 +69,9 @@ export function hostLockState(dataDir: string, hostId: string): "held" | "free" 
     return "missing";
   }
   if (held.has(path)) return "held";
-  if (!existsSync(path)) return "missing";
+  // A host's lock is a regular file it created; anything else there (a FIFO, whose open would
+  // block this host for good, a device, a link) is no host's lock: as good as none.
+  if (!lstatSync(path, { throwIfNoEntry: false })?.isFile()) return "missing";
   let db: Database.Database;
   try {
     db = openDatabase(path, { readonly: true, fileMustExist: true, timeout: 0 });

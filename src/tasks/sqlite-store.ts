@@ -4,7 +4,7 @@
 import { accessSync, closeSync, constants as fsConstants, copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { appendPrivate, ensurePrivateDir, openRegular, readAt, refuseLink, regularFileSize } from "../safe-fs.js";
+import { appendPrivate, ensurePrivateDir, openRegular, readAt, refuseNotRegular, regularFileSize } from "../safe-fs.js";
 import type { ListFilter, ListPage, TaskStore } from "./store.js";
 import type { Owner, TaskRecord, TaskStatus } from "./types.js";
 import { ACTIVE_STATUSES } from "./types.js";
@@ -294,8 +294,11 @@ export class SqliteTaskStore implements TaskStore {
       if (!isReadOnlyError(err) && (err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
       notWritable = messageOf(err);
     }
-    // SQLite follows links when it opens the database and its -wal/-shm/-journal files.
-    for (const file of [this.file, `${this.file}-wal`, `${this.file}-shm`, `${this.file}-journal`]) refuseLink(file);
+    // SQLite follows links when it opens the database and its -wal/-shm/-journal files, and
+    // blocks forever opening a FIFO: each one that is there must be a regular file.
+    for (const file of [this.file, `${this.file}-wal`, `${this.file}-shm`, `${this.file}-journal`]) {
+      refuseNotRegular(file, `the task database and its -wal, -shm and -journal files must be regular files: move it aside (mv "${file}" "${file}.bad")`);
+    }
     if (notWritable !== undefined) this.warn(`${this.dataDir}: cannot be written (${notWritable}); tasks can be listed and read, not started`);
     else {
       let db: Database.Database | undefined;

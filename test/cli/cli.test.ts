@@ -1,5 +1,6 @@
 // The built `codemode` CLI, spawned as a user runs it: outputs, channels and exit codes.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
@@ -205,6 +206,83 @@ describe("agent files are configuration too", () => {
     const used = await runCli(["run", "-"], { cwd, stdin: `await tools.ptc_subagent({ agent: "x", task: "go" })` });
     expect(used.code).toBe(1);
     expect(used.stderr).toContain(`Script failed (exception): ToolError: agent "x" cannot be used: its file does not load. ${problem}`);
+  });
+});
+
+describe("an agents directory holding a FIFO, a device or a huge file", () => {
+  it("every command finishes with one warning per such file, and the other agents run", async () => {
+    const cwd = tempProject(undefined, { "hi.js": `text("hi")` });
+    const agents = join(cwd, ".codemode", "agents");
+    mkdirSync(agents, { recursive: true });
+    execFileSync("mkfifo", [join(agents, "pipe.md")]);
+    writeFileSync(join(agents, "huge.md"), "---\ndescription: big\ndriver: script\nscript: h.js\n---\n");
+    truncateSync(join(agents, "huge.md"), 2 * 1024 * 1024 * 1024);
+    writeFileSync(join(agents, "good.md"), "---\ndescription: works\ndriver: script\nscript: good.js\n---\n");
+    writeFileSync(join(agents, "good.js"), `text("good: " + task)`);
+    // ~/.codemode/agents is read by every command too.
+    const home = mkdtempSync(join(tmpdir(), "codemode-home-"));
+    mkdirSync(join(home, ".codemode", "agents"), { recursive: true });
+    symlinkSync("/dev/zero", join(home, ".codemode", "agents", "zero.md"));
+    const env = { HOME: home };
+    const warnings = [
+      `agent file "${join(agents, "huge.md")}": is 2048.0 MiB, larger than the 1.0 MiB an agent file may be; the agent "huge" is not available until it is fixed`,
+      `agent file "${join(agents, "pipe.md")}": is a FIFO, not a regular file; an agent file must be a regular file; the agent "pipe" is not available until it is fixed`,
+      `agent file "${join(home, ".codemode", "agents", "zero.md")}": is a character device, not a regular file; an agent file must be a regular file; the agent "zero" is not available until it is fixed`,
+    ];
+    const stderr = warnings.map((w) => `codemode: warning: ${w}\n`).join("");
+    // Generous bounds: before, each of these hung until killed (or read /dev/zero into GBs of memory).
+    expect(await runCli(["run", "hi.js"], { cwd, env, timeoutMs: 30_000 })).toEqual({ code: 0, stdout: "hi\n", stderr });
+    const tools = await runCli(["tools"], { cwd, env, timeoutMs: 30_000 });
+    expect([tools.code, tools.stderr]).toEqual([0, stderr]);
+    const used = await runCli(["run", "-"], { cwd, env, timeoutMs: 30_000, stdin: `const r = await tools.ptc_subagent({ agent: "good", task: "x" }); text(r.status);` });
+    expect(used).toEqual({ code: 0, stdout: "succeeded\n", stderr });
+    const refused = await runCli(["run", "-"], { cwd, env, timeoutMs: 30_000, stdin: `await tools.ptc_subagent({ agent: "pipe", task: "x" })` });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`ToolError: agent "pipe" cannot be used: its file does not load. agent file "${join(agents, "pipe.md")}": is a FIFO, not a regular file`);
+  });
+});
+
+describe("a script agent whose program file is a FIFO or a device", () => {
+  it("its task fails at once saying so, the run exits, and a script agent with a real program still runs", async () => {
+    const cwd = tempProject();
+    const agents = join(cwd, ".codemode", "agents");
+    mkdirSync(agents, { recursive: true });
+    execFileSync("mkfifo", [join(agents, "pipe.js")]);
+    symlinkSync("/dev/zero", join(agents, "zero.js"));
+    writeFileSync(join(agents, "ok.js"), `text("ok: " + task)`);
+    for (const name of ["pipe", "zero", "ok"]) writeFileSync(join(agents, `${name}.md`), `---\ndescription: d\ndriver: script\nscript: ${name}.js\n---\n`);
+    // Before, the FIFO's read blocked a libuv thread and the CLI never exited; /dev/zero read 670 MB and failed with "Invalid string length".
+    for (const [name, what] of [
+      ["pipe", "a FIFO"],
+      ["zero", "a character device"],
+    ]) {
+      const run = await runCli(["run", "-"], { cwd, timeoutMs: 30_000, stdin: `await tools.ptc_subagent({ agent: "${name}", task: "x" })` });
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain(
+        `failed: cannot read the program of agent "${name}" (${join(agents, `${name}.js`)}): it is ${what}, not a regular file; fix the "script" field of ${join(agents, `${name}.md`)}`,
+      );
+    }
+    const ok = await runCli(["run", "-"], {
+      cwd,
+      timeoutMs: 30_000,
+      stdin: `await tools.ptc_subagent({ agent: "ok", task: "x" }); text((await tools.ptc_task_output({ task_id: (await tools.ptc_task_list({})).tasks.find((t) => t.status === "succeeded").id })).output);`,
+    });
+    expect(ok).toEqual({ code: 0, stdout: "ok: x\n", stderr: "" });
+  });
+});
+
+describe("a FIFO planted as the task database", () => {
+  it("every command stops at once naming the file and the fix; moved aside, the next run works", async () => {
+    const cwd = tempProject(undefined, { "hi.js": `text("hi")` });
+    const db = join(cwd, ".codemode", "state", "tasks.db");
+    mkdirSync(join(cwd, ".codemode", "state"), { recursive: true, mode: 0o700 });
+    execFileSync("mkfifo", [db]);
+    const stderr = `codemode: ${db} is a FIFO, not a regular file; the task database and its -wal, -shm and -journal files must be regular files: move it aside (mv "${db}" "${db}.bad")\n`;
+    // Before, SQLite's open of the FIFO hung each of these until killed.
+    expect(await runCli(["run", "hi.js"], { cwd, timeoutMs: 30_000 })).toEqual({ code: 1, stdout: "", stderr });
+    expect(await runCli(["tasks"], { cwd, timeoutMs: 30_000 })).toEqual({ code: 1, stdout: "", stderr });
+    execFileSync("mv", [db, `${db}.bad`]);
+    expect(await runCli(["run", "hi.js"], { cwd, timeoutMs: 30_000 })).toEqual({ code: 0, stdout: "hi\n", stderr: "" });
   });
 });
 

@@ -22,9 +22,11 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(args: string[], options: { cwd: string; stdin?: string; env?: Record<string, string> }): Promise<CliResult> {
+/** `timeoutMs`: a CLI still running then is killed and the call rejects (a hang fails the test, and leaves no process behind). */
+export function runCli(args: string[], options: { cwd: string; stdin?: string; env?: Record<string, string>; timeoutMs?: number }): Promise<CliResult> {
   return new Promise((resolvePromise, reject) => {
-    const child = execFile(process.execPath, [CLI, ...args], { cwd: options.cwd, env: { ...process.env, ...options.env }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    const settings = { cwd: options.cwd, env: { ...process.env, ...options.env }, maxBuffer: 64 * 1024 * 1024, timeout: options.timeoutMs ?? 0, killSignal: "SIGKILL" as const };
+    const child = execFile(process.execPath, [CLI, ...args], settings, (error, stdout, stderr) => {
       if (error && typeof error.code !== "number") return reject(error);
       resolvePromise({ code: error ? (error.code as number) : 0, stdout, stderr });
     });

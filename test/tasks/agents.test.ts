@@ -1,8 +1,10 @@
 import { describe, it, expect, beforeAll, afterAll } from "vitest";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentRegistry, defineAgent, parseAgentFile, type TaskError } from "../../src/tasks/index.js";
+import { AGENT_FILE_MAX_BYTES } from "../../src/tasks/agents.js";
 
 let root: string;
 let dirA: string;
@@ -149,5 +151,39 @@ describe("a broken agent file is reported and skipped", () => {
     expect(registry.problems[1]!.message).toBe(`agent file "${join(dir, "twin.md")}": field "name" "good" is already used by "${join(dir, "good.md")}"; rename one of them (this one is skipped)`);
     rmSync(dir, { recursive: true, force: true });
     rmSync(home, { recursive: true, force: true });
+  });
+});
+
+describe("an agent file that is not a small regular file is refused at once", () => {
+  it("a FIFO, a link to /dev/zero and a sparse 3 GiB file are each one problem naming the file and why; the other agents load", () => {
+    const dir = mkdtempSync(join(tmpdir(), "agents-hostile-"));
+    writeFileSync(join(dir, "good.md"), "---\ndescription: works\ndriver: script\nscript: g.js\n---\n");
+    execFileSync("mkfifo", [join(dir, "fifo.md")]);
+    symlinkSync("/dev/zero", join(dir, "zero.md"));
+    // Its head declares a name: that name is hidden in later directories, as for any broken file.
+    writeFileSync(join(dir, "huge.md"), "---\nname: fixer\ndescription: big\ndriver: script\nscript: h.js\n---\n");
+    truncateSync(join(dir, "huge.md"), 3 * 1024 * 1024 * 1024);
+    writeFileSync(join(dir, "edge.md"), `---\ndescription: one byte too many\ndriver: script\nscript: e.js\n---\n`.padEnd(AGENT_FILE_MAX_BYTES + 1, " "));
+    const registry = new AgentRegistry({ dirs: [dir] });
+    expect(registry.list().map((agent) => agent.name)).toEqual(["good"]);
+    expect(registry.problems.map((problem) => [problem.name, problem.message])).toEqual([
+      ["edge", `agent file "${join(dir, "edge.md")}": is 1048577 bytes, larger than the 1048576 bytes an agent file may be`],
+      ["fifo", `agent file "${join(dir, "fifo.md")}": is a FIFO, not a regular file; an agent file must be a regular file`],
+      ["fixer", `agent file "${join(dir, "huge.md")}": is 3072.0 MiB, larger than the 1.0 MiB an agent file may be`],
+      ["zero", `agent file "${join(dir, "zero.md")}": is a character device, not a regular file; an agent file must be a regular file`],
+    ]);
+    expect(errorOf(() => registry.get("fifo")).message).toBe(`agent "fifo" cannot be used: its file does not load. ${registry.problems[1]!.message}`);
+    // A file of exactly the cap loads.
+    writeFileSync(join(dir, "edge.md"), `---\ndescription: just fits\ndriver: script\nscript: e.js\n---\n`.padEnd(AGENT_FILE_MAX_BYTES, " "));
+    expect(new AgentRegistry({ dirs: [dir] }).list().map((agent) => agent.name)).toEqual(["edge", "good"]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("parseAgentFile refuses the same way, and says when the file is missing", () => {
+    const dir = mkdtempSync(join(tmpdir(), "agents-hostile-"));
+    execFileSync("mkfifo", [join(dir, "fifo.md")]);
+    expect(errorOf(() => parseAgentFile(join(dir, "fifo.md"))).message).toBe(`agent file "${join(dir, "fifo.md")}": is a FIFO, not a regular file; an agent file must be a regular file`);
+    expect(errorOf(() => parseAgentFile(join(dir, "none.md"))).message).toBe(`agent file "${join(dir, "none.md")}": no such file`);
+    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -1,8 +1,10 @@
 import { describe, it, expect } from "vitest";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentRegistry, TaskHost, memoryTaskStore, type ScriptRunner } from "../../src/tasks/index.js";
+import { SCRIPT_MAX_BYTES } from "../../src/tasks/drivers/script.js";
 
 describe("script driver", () => {
   it("passes the agent's program and task to an injected in-process runner (test double for createCodemode's sandbox)", async () => {
@@ -46,5 +48,36 @@ describe("script driver", () => {
     expect([rec.status, host.output(rec.id).output]).toStrictEqual(["succeeded", "t: text(1)"]);
     expect(() => host.attach({ scriptRunner: runner })).toThrow("TaskHost.attach: this host has a script runner already");
     await host.close();
+  });
+
+  it("a program file that is a FIFO, a link to /dev/zero or too large fails its task at once, saying why; the next task runs", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "script-agent-"));
+    execFileSync("mkfifo", [join(dir, "pipe.js")]);
+    symlinkSync("/dev/zero", join(dir, "zero.js"));
+    writeFileSync(join(dir, "huge.js"), "text(1)");
+    truncateSync(join(dir, "huge.js"), 3 * 1024 * 1024 * 1024);
+    writeFileSync(join(dir, "edge.js"), "text(1)".padEnd(SCRIPT_MAX_BYTES + 1, " "));
+    writeFileSync(join(dir, "ok.js"), "text(task)");
+    for (const name of ["pipe", "zero", "huge", "edge", "ok", "gone"]) writeFileSync(join(dir, `${name}.md`), `---\ndescription: d\ndriver: script\nscript: ${name}.js\n---\n`);
+    const runner: ScriptRunner = async (code, o) => ({ output: `${o.task}:${code.length}`, ok: true });
+    const host = new TaskHost({ store: memoryTaskStore(), agents: new AgentRegistry({ dirs: [dir] }), scriptRunner: runner, cwd: dir });
+    const failure = async (agent: string) => {
+      const err = (await host.spawn({ agent, task: "t" }).catch((e: unknown) => e)) as { taskId: string };
+      const rec = host.get(err.taskId)!;
+      return [rec.status, rec.errorMessage];
+    };
+    const why = (name: string, reason: string) => [
+      "failed",
+      `cannot read the program of agent "${name}" (${join(dir, `${name}.js`)}): ${reason}; fix the "script" field of ${join(dir, `${name}.md`)}`,
+    ];
+    expect(await failure("pipe")).toStrictEqual(why("pipe", "it is a FIFO, not a regular file"));
+    expect(await failure("zero")).toStrictEqual(why("zero", "it is a character device, not a regular file"));
+    expect(await failure("huge")).toStrictEqual(why("huge", "it is 3072.0 MiB, larger than the 4.0 MiB a script agent's program may be"));
+    expect(await failure("edge")).toStrictEqual(why("edge", "it is 4194305 bytes, larger than the 4194304 bytes a script agent's program may be"));
+    expect(await failure("gone")).toStrictEqual(why("gone", "no such file"));
+    const ok = await host.spawn({ agent: "ok", task: "fine" });
+    expect([ok.status, host.output(ok.id).output]).toStrictEqual(["succeeded", "fine:10"]);
+    await host.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -1,6 +1,6 @@
 import { describe, it, expect, afterAll } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -266,6 +266,43 @@ describe("a data dir with bad rows or a damaged database", () => {
   });
 });
 
+describe("a task database that is not a regular file", () => {
+  it("a FIFO, a link or a directory as tasks.db or one of its -wal, -shm, -journal files is refused at once, naming it and the fix; moved aside, the store works", async () => {
+    const dir = tempDir("special-db-");
+    const host = new TaskHost({ store: sqliteTaskStore(dir), agents: echoAgents() });
+    const first = await host.spawn({ agent: "echo", task: "kept" });
+    await host.close();
+    host.store.close();
+    const refused = (path: string, what: string) =>
+      `${path} is ${what}, not a regular file; the task database and its -wal, -shm and -journal files must be regular files: move it aside (mv "${path}" "${path}.bad")`;
+    const db = join(dir, "tasks.db");
+    for (const name of ["tasks.db-wal", "tasks.db-shm", "tasks.db-journal"]) {
+      const path = join(dir, name);
+      rmSync(path, { force: true });
+      execFileSync("mkfifo", [path]);
+      // Before, SQLite's open of the FIFO blocked the process for good.
+      expect(() => sqliteTaskStore(dir)).toThrow(refused(path, "a FIFO"));
+      rmSync(path);
+    }
+    renameSync(db, `${db}.real`);
+    execFileSync("mkfifo", [db]);
+    expect(() => sqliteTaskStore(dir)).toThrow(refused(db, "a FIFO"));
+    rmSync(db);
+    mkdirSync(db);
+    expect(() => sqliteTaskStore(dir)).toThrow(refused(db, "a directory"));
+    rmSync(db, { recursive: true });
+    symlinkSync("/dev/zero", db);
+    expect(() => sqliteTaskStore(dir)).toThrow(`${db} is a symbolic link; the runtime does not follow links among its own files — remove it`);
+    rmSync(db);
+    renameSync(`${db}.real`, db);
+    const again = new TaskHost({ store: sqliteTaskStore(dir), agents: echoAgents() });
+    expect(again.get(first.id)?.status).toBe("succeeded");
+    expect((await again.spawn({ agent: "echo", task: "next" })).status).toBe("succeeded");
+    await again.close();
+    again.store.close();
+  });
+});
+
 describe("host liveness on a data dir", () => {
   it("is the host's lock, not its pid: a record whose owner pid is alive but holds no lock is lost; a lock holder is alive", () => {
     const dir = tempDir("liveness-");
@@ -279,5 +316,38 @@ describe("host liveness on a data dir", () => {
     expect(store.isOwnerAlive({ pid: me.pid, startTime: me.startTime })).toBe(true);
     store.close();
     expect(readdirSync(join(dir, "hosts"))).toStrictEqual([]);
+  });
+
+  it("a FIFO or a link in place of another host's lock file is no host's lock: its record is lost at start-up, nothing waits on it", async () => {
+    const dir = tempDir("liveness-fifo-");
+    const store = sqliteTaskStore(dir);
+    const record = (id: string, hostId: string): TaskRecord => ({
+      id,
+      agent: "echo",
+      driver: "function",
+      task: "t",
+      label: "t",
+      depth: 1,
+      background: true,
+      cwd: "/",
+      status: "running",
+      owner: { pid: 1, startTime: "proc:1", hostId },
+      createdAt: 1,
+      outputBytes: 0,
+    });
+    store.insert(record("01ARZ3NDEKTSV4RRFFQ69G5FB1", "00ff00ff00ff"));
+    store.insert(record("01ARZ3NDEKTSV4RRFFQ69G5FB2", "11ee11ee11ee"));
+    store.close();
+    // Before, opening the FIFO to ask for its lock blocked the process for good.
+    execFileSync("mkfifo", [join(dir, "hosts", "00ff00ff00ff.lock")]);
+    symlinkSync("/dev/zero", join(dir, "hosts", "11ee11ee11ee.lock"));
+    const host = new TaskHost({ store: sqliteTaskStore(dir), agents: echoAgents() });
+    expect(host.list().records.map((r) => [r.id, r.status])).toStrictEqual([
+      ["01ARZ3NDEKTSV4RRFFQ69G5FB1", "lost"],
+      ["01ARZ3NDEKTSV4RRFFQ69G5FB2", "lost"],
+    ]);
+    expect((await host.spawn({ agent: "echo", task: "next" })).status).toBe("succeeded");
+    await host.close();
+    host.store.close();
   });
 });

@@ -1,9 +1,34 @@
 // The `script` driver: the agent is a codemode program, run by the ScriptRunner the runtime plugs in.
-import { readFile } from "node:fs/promises";
 import type { AgentDefinition } from "../agents.js";
 import type { Driver } from "./types.js";
 import type { TraceScope } from "../../tracing.js";
-import { messageOf } from "../../text.js";
+import { formatBytes, formatBytesOver, messageOf } from "../../text.js";
+import { readRegularFile, UnsafeFileError } from "../../safe-fs.js";
+
+/** The largest program a script agent's `script:` file may hold (docs/limits.md). */
+export const SCRIPT_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * A script agent's program: a regular file (a link is followed to one) of at most
+ * SCRIPT_MAX_BYTES, read without ever waiting on a FIFO or reading a device; why not, in words.
+ */
+function readScript(path: string): string {
+  let bytes: Buffer | undefined;
+  try {
+    bytes = readRegularFile(path, { maxBytes: SCRIPT_MAX_BYTES, follow: true });
+  } catch (err) {
+    if (!(err instanceof UnsafeFileError)) throw err;
+    if (err.reason === "not_regular_file") throw new Error(`it is ${err.found}, not a regular file`);
+    if (err.reason === "too_large") {
+      if (typeof err.found !== "number") throw new Error(`it grew while it was read, past the ${formatBytes(SCRIPT_MAX_BYTES)} a script agent's program may be`);
+      const [size, max] = formatBytesOver(err.found, SCRIPT_MAX_BYTES);
+      throw new Error(`it is ${size}, larger than the ${max} a script agent's program may be`);
+    }
+    throw err;
+  }
+  if (bytes === undefined) throw new Error("no such file");
+  return bytes.toString("utf8");
+}
 
 /**
  * Runs an agent's codemode program in its own sandbox. The host does not know the engine; the
@@ -44,7 +69,7 @@ export function scriptDriver(runner: ScriptRunner | undefined): Driver {
     }
     let code: string;
     try {
-      code = agent.scriptCode ?? (await readFile(agent.script!, "utf8"));
+      code = agent.scriptCode ?? readScript(agent.script!);
     } catch (err) {
       return { exitCode: 1, error: `cannot read the program of agent "${agent.name}" (${agent.script}): ${messageOf(err)}; fix the "script" field of ${agent.source}` };
     }
